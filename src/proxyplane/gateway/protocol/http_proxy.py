@@ -1,0 +1,420 @@
+"""HTTP/1.1 forward-proxy protocol, sans-IO: client requests in, events out; upstream response framing.
+
+``HttpRequestParser.feed(bytes)`` returns events (``ForwardRequest``, ``ConnectRequest``, ``BodyData``,
+``EndOfRequest``) and raises ``ProtocolError`` for anything malformed. After ``EndOfRequest`` the parser
+holds further (pipelined) bytes until ``resume()`` is called once the response has been relayed.
+``ResponseFramer`` finds where an upstream response ends so the connection can be kept alive.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from .errors import ProtocolError
+from .framing import ChunkedFramer, LengthFramer, is_chunked, parse_content_length
+
+MAX_HEAD = 64 * 1024
+MAX_HEADERS = 100
+REALM = "proxyplane"
+
+_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_HEADER_RE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00\r\n]*?)[ \t]*")
+_METHOD_RE = re.compile(_TOKEN)
+_HOST_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,252})")
+# Hop-by-hop headers never forwarded upstream (plus whatever Connection names).
+_HOP_BY_HOP = frozenset(
+    {b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization", b"proxy-authenticate",
+     b"te", b"trailer", b"upgrade", b"host"}
+)
+
+
+@dataclass(slots=True, frozen=True)
+class Credentials:
+    login: str
+    password: str
+
+
+@dataclass(slots=True)
+class ForwardRequest:
+    """An absolute-form request, already rewritten to origin form in ``head`` for the upstream."""
+
+    method: bytes
+    host: str
+    port: int
+    path: bytes
+    version: bytes
+    auth: Credentials | None
+    keep_alive: bool
+    has_body: bool
+    head: bytes
+
+
+@dataclass(slots=True)
+class ConnectRequest:
+    host: str
+    port: int
+    version: bytes
+    auth: Credentials | None
+
+
+@dataclass(slots=True)
+class BodyData:
+    data: bytes
+
+
+@dataclass(slots=True)
+class EndOfRequest:
+    pass
+
+
+Event = ForwardRequest | ConnectRequest | BodyData | EndOfRequest
+END_OF_REQUEST = EndOfRequest()
+
+_AUTH_CACHE: dict[bytes, Credentials] = {}
+
+
+def parse_proxy_authorization(value: bytes) -> Credentials:
+    """``Basic base64(login:password)`` → Credentials; anything else raises ProtocolError (status 407)."""
+    cached = _AUTH_CACHE.get(value)
+    if cached is not None:
+        return cached
+    scheme, _, token = value.strip().partition(b" ")
+    if scheme.lower() != b"basic":
+        raise ProtocolError("unsupported proxy authorization scheme", status=407)
+    try:
+        decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError) as exc:
+        raise ProtocolError("malformed Proxy-Authorization", status=407) from exc
+    login, sep, password = decoded.partition(":")
+    if not sep:
+        raise ProtocolError("malformed Proxy-Authorization", status=407)
+    creds = Credentials(login, password)
+    if len(_AUTH_CACHE) > 4096:
+        _AUTH_CACHE.clear()
+    _AUTH_CACHE[value] = creds
+    return creds
+
+
+def parse_authority(authority: bytes, default_port: int | None) -> tuple[str, int]:
+    """``host:port`` / ``[v6]:port`` → (host, port); host is a DNS name, IPv4 or IPv6 literal."""
+    try:
+        text = authority.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("non-ASCII host") from exc
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0:
+            raise ProtocolError("bad IPv6 host")
+        host, rest = text[1:close], text[close + 1 :]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError as exc:
+            raise ProtocolError("bad IPv6 host") from exc
+    else:
+        host, colon, port_text = text.partition(":")
+        rest = colon + port_text
+        if not _HOST_RE.fullmatch(host):
+            raise ProtocolError("bad host")
+    if rest:
+        if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6:
+            raise ProtocolError("bad port")
+        port = int(rest[1:])
+    elif default_port is None:
+        raise ProtocolError("port required")
+    else:
+        port = default_port
+    if not 0 < port < 65536:
+        raise ProtocolError("bad port")
+    return host, port
+
+
+def host_header(host: str, port: int) -> bytes:
+    name = f"[{host}]" if ":" in host else host
+    return (name if port == 80 else f"{name}:{port}").encode("ascii")
+
+
+def _split_head(head: bytes) -> tuple[list[bytes], list[tuple[bytes, bytes, bytes]]]:
+    """Head (without the final blank line) → (request/status line parts, [(lower name, value, raw line)])."""
+    lines = head.split(b"\r\n")
+    if len(lines) - 1 > MAX_HEADERS:
+        raise ProtocolError("too many header fields", status=431)
+    first = lines[0].split(b" ", 2)
+    headers = []
+    match = _HEADER_RE.fullmatch
+    for line in lines[1:]:
+        m = match(line)
+        if m is None:
+            raise ProtocolError("malformed header line")
+        headers.append((m.group(1).lower(), m.group(2), line))
+    return first, headers
+
+
+def _connection_tokens(headers: list[tuple[bytes, bytes, bytes]]) -> set[bytes]:
+    tokens: set[bytes] = set()
+    for name, value, _ in headers:
+        if name == b"connection" or name == b"proxy-connection":
+            tokens.update(t.strip(b" \t").lower() for t in value.split(b","))
+    return tokens
+
+
+class HttpRequestParser:
+    """Client side of an HTTP proxy connection."""
+
+    __slots__ = ("_buf", "_framer", "_paused", "_tunnel", "max_head")
+
+    def __init__(self, max_head: int = MAX_HEAD) -> None:
+        self._buf = b""
+        self._framer: ChunkedFramer | LengthFramer | None = None
+        self._paused = False
+        self._tunnel = False
+        self.max_head = max_head
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[Event]:
+        if self._tunnel:
+            raise ProtocolError("connection is a tunnel now")
+        self._buf = self._buf + data if self._buf else data
+        if self._paused:
+            return []
+        return self._parse()
+
+    def resume(self) -> list[Event]:
+        """The previous response is done: parse the next (possibly already buffered) request."""
+        self._paused = False
+        return self._parse() if self._buf else []
+
+    def take_rest(self) -> bytes:
+        """Bytes received after a CONNECT head (they belong to the tunnel)."""
+        rest, self._buf = self._buf, b""
+        return rest
+
+    def _parse(self) -> list[Event]:
+        events: list[Event] = []
+        while self._buf and not self._paused and not self._tunnel:
+            framer = self._framer
+            if framer is None:
+                if not self._parse_head(events):
+                    break
+                continue
+            n = framer.feed(self._buf)
+            if n:
+                events.append(BodyData(self._buf[:n]))
+                self._buf = self._buf[n:]
+            if framer.done:
+                self._end(events)
+        return events
+
+    def _end(self, events: list[Event]) -> None:
+        self._framer = None
+        self._paused = True
+        events.append(END_OF_REQUEST)
+
+    def _parse_head(self, events: list[Event]) -> bool:
+        buf = self._buf
+        if buf[:1] in (b"\r", b"\n"):  # tolerate stray CRLF between requests (RFC 9112 2.2)
+            self._buf = buf.lstrip(b"\r\n")
+            return bool(self._buf)
+        idx = buf.find(b"\r\n\r\n")
+        if idx < 0:
+            if len(buf) > self.max_head:
+                raise ProtocolError("request head too large", status=431)
+            return False
+        if idx > self.max_head:
+            raise ProtocolError("request head too large", status=431)
+        self._buf = buf[idx + 4 :]
+        first, headers = _split_head(buf[:idx])
+        if len(first) != 3:
+            raise ProtocolError("malformed request line")
+        method, target, version = first
+        if version != b"HTTP/1.1" and version != b"HTTP/1.0":
+            raise ProtocolError("unsupported HTTP version", status=505)
+        if not _METHOD_RE.fullmatch(method):
+            raise ProtocolError("bad method")
+        auth = None
+        te: list[bytes] = []
+        cl: list[bytes] = []
+        for name, value, _ in headers:
+            if name == b"proxy-authorization":
+                if auth is not None:
+                    raise ProtocolError("repeated Proxy-Authorization", status=407)
+                auth = parse_proxy_authorization(value)
+            elif name == b"transfer-encoding":
+                te.append(value)
+            elif name == b"content-length":
+                cl.append(value)
+        if method == b"CONNECT":
+            host, port = parse_authority(target, None)
+            self._tunnel = True
+            events.append(ConnectRequest(host, port, version, auth))
+            return True
+        host, port, path = _parse_absolute(target)
+        tokens = _connection_tokens(headers)
+        keep_alive = b"close" not in tokens if version == b"HTTP/1.1" else b"keep-alive" in tokens
+        if te:
+            if cl or version == b"HTTP/1.0":
+                raise ProtocolError("Transfer-Encoding with Content-Length or HTTP/1.0")
+            is_chunked(te)
+            self._framer = ChunkedFramer()
+        elif cl:
+            length = parse_content_length(cl)
+            self._framer = LengthFramer(length) if length else None
+        out = [method + b" " + path + b" " + version, b"Host: " + host_header(host, port)]
+        for name, _value, line in headers:
+            if name not in _HOP_BY_HOP and name not in tokens:
+                out.append(line)
+        out.append(b"\r\n")
+        has_body = self._framer is not None
+        events.append(ForwardRequest(method, host, port, path, version, auth, keep_alive, has_body,
+                                     b"\r\n".join(out)))
+        if not has_body:
+            self._end(events)
+        return True
+
+
+def _parse_absolute(target: bytes) -> tuple[str, int, bytes]:
+    if target[:7].lower() != b"http://":
+        if target[:8].lower() == b"https://":
+            raise ProtocolError("https:// targets need CONNECT")
+        raise ProtocolError("proxy requests need an absolute http:// target")
+    rest = target[7:]
+    cut = len(rest)
+    for sep in (b"/", b"?", b"#"):
+        i = rest.find(sep)
+        if 0 <= i < cut:
+            cut = i
+    authority, path = rest[:cut], rest[cut:]
+    if b"@" in authority:
+        raise ProtocolError("userinfo in target")
+    host, port = parse_authority(authority, 80)
+    if b"#" in path:
+        path = path.split(b"#", 1)[0]
+    if not path.startswith(b"/"):
+        path = b"/" + path
+    return host, port, path
+
+
+class ResponseFramer:
+    """Upstream side: where does this response end, may the upstream connection be reused?
+
+    ``feed`` returns the bytes of this response found in ``data`` (head bytes are held until the head is
+    complete); leftover bytes after the end are in ``extra``. ``eof()`` tells whether an EOF ends it.
+    """
+
+    __slots__ = ("_head_only", "_buf", "_body", "done", "status", "reusable", "close_delimited", "extra",
+                 "started")
+
+    def __init__(self, method: bytes) -> None:
+        self._head_only = method == b"HEAD"
+        self._buf = b""
+        self._body: ChunkedFramer | LengthFramer | None = None
+        self.done = False
+        self.status = 0
+        self.reusable = True
+        self.close_delimited = False
+        self.extra = b""
+        self.started = False
+
+    def feed(self, data: bytes) -> bytes:
+        if self.done:
+            self.extra += data
+            return b""
+        self.started = True
+        out = b""
+        while data and not self.done:
+            body = self._body
+            if body is None and not self.close_delimited:
+                buf = self._buf + data if self._buf else data
+                idx = buf.find(b"\r\n\r\n")
+                if idx < 0:
+                    if len(buf) > MAX_HEAD:
+                        raise ProtocolError("response head too large", status=502)
+                    self._buf = buf
+                    return out
+                self._buf = b""
+                out += buf[: idx + 4]
+                data = buf[idx + 4 :]
+                self._parse_head(buf[:idx])
+            elif self.close_delimited:
+                return out + data
+            else:
+                assert body is not None
+                n = body.feed(data)
+                out += data[:n] if n < len(data) else data
+                data = data[n:]
+                if body.done:
+                    self.done = True
+        if self.done and data:
+            self.extra = data
+        return out
+
+    def eof(self) -> bool:
+        """True when an EOF from the upstream completes this response (close-delimited body)."""
+        return self.close_delimited and not self.done
+
+    def _parse_head(self, head: bytes) -> None:
+        first, headers = _split_head(head)
+        if len(first) < 2 or first[0] not in (b"HTTP/1.1", b"HTTP/1.0") or not first[1].isdigit() \
+                or len(first[1]) != 3:
+            raise ProtocolError("malformed upstream status line", status=502)
+        status = int(first[1])
+        self.status = status
+        tokens = _connection_tokens(headers)
+        if first[0] == b"HTTP/1.1":
+            reusable = b"close" not in tokens
+        else:
+            reusable = b"keep-alive" in tokens
+        if 100 <= status < 200:
+            if status == 101:
+                raise ProtocolError("protocol upgrade is not supported through the proxy", status=502)
+            return  # informational: the final response follows
+        self.reusable = reusable
+        te = [v for n, v, _ in headers if n == b"transfer-encoding"]
+        cl = [v for n, v, _ in headers if n == b"content-length"]
+        try:
+            if self._head_only or status in (204, 304):
+                self.done = True
+            elif te:
+                is_chunked(te)
+                self._body = ChunkedFramer()
+            elif cl:
+                self._body = LengthFramer(parse_content_length(cl))
+                self.done = self._body.done
+            else:
+                self.close_delimited = True
+                self.reusable = False
+        except ProtocolError as exc:
+            raise ProtocolError(str(exc), status=502) from exc
+
+
+REASONS = {
+    200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+    407: "Proxy Authentication Required", 408: "Request Timeout", 429: "Too Many Requests",
+    431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+    502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
+}
+
+CONNECT_ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
+
+
+def build_reply(status: int, message: str = "", *, headers: tuple[tuple[str, str], ...] = (),
+                close: bool = True) -> bytes:
+    """A complete small response from the proxy itself (errors, 407)."""
+    reason = REASONS.get(status, "Error")
+    body = ((message or reason) + "\n").encode("utf-8")
+    lines = [f"HTTP/1.1 {status} {reason}", "Content-Type: text/plain; charset=utf-8",
+             f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in headers]
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
+
+
+def auth_required(message: str = "proxy authentication required") -> bytes:
+    return build_reply(407, message, headers=(("Proxy-Authenticate", f'Basic realm="{REALM}"'),))
