@@ -1,0 +1,65 @@
+"""Pure pricing: price books, quotes, proration and refunds. Money is integer cents, rounded half up once
+per line (see money.py); totals are sums of lines."""
+
+from proxyplane.domains.pricing.money import format_usd, percent_of, round_half_up
+from proxyplane.domains.pricing.proration import PRORATION_UNIT, prorate, refund_unused, remaining_units
+from proxyplane.domains.pricing.quote import (
+    AddIpsQuote,
+    Quote,
+    QuoteLine,
+    Segment,
+    addon_charge_cents,
+    addon_monthly_cents,
+    merge_segments,
+    order_minimum_error,
+    pricing_info,
+    quote_add_ips,
+    quote_lines,
+    refresh_price_cents,
+)
+from proxyplane.domains.pricing.rules import (
+    ADDON_KINDS,
+    DEFAULT_PRICEBOOKS,
+    PRODUCT_KINDS,
+    AddonPrice,
+    PriceBook,
+    PriceBookError,
+    PricingError,
+    TermDiscount,
+    VolumeTier,
+    pricebook_with_overrides,
+    pricebooks_from_dict,
+)
+
+__all__ = [
+    "ADDON_KINDS",
+    "DEFAULT_PRICEBOOKS",
+    "PRODUCT_KINDS",
+    "PRORATION_UNIT",
+    "AddIpsQuote",
+    "AddonPrice",
+    "PriceBook",
+    "PriceBookError",
+    "PricingError",
+    "Quote",
+    "QuoteLine",
+    "Segment",
+    "TermDiscount",
+    "VolumeTier",
+    "addon_charge_cents",
+    "addon_monthly_cents",
+    "format_usd",
+    "merge_segments",
+    "order_minimum_error",
+    "percent_of",
+    "prorate",
+    "pricebook_with_overrides",
+    "pricebooks_from_dict",
+    "pricing_info",
+    "quote_add_ips",
+    "quote_lines",
+    "refresh_price_cents",
+    "refund_unused",
+    "remaining_units",
+    "round_half_up",
+]
