@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Create .venv (Python >= 3.11) and install ProxyPlane with its dev tools into it. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+  echo "ProxyPlane needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  if ! "$PY" -m venv .venv 2>/dev/null; then
+    rm -rf .venv
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing python3-venv (Debian) ..."
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+      "$PY" -m venv .venv
+    else
+      echo "python venv module missing: install python3-venv" >&2; exit 1
+    fi
+  fi
+fi
+stamp=.venv/.installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  touch "$stamp"
+fi

@@ -1,0 +1,132 @@
+"""REST routes generated from the operation registry: one short endpoint per operation.
+
+Path parameters come from `{name}` in the operation's path; the rest of the input model is the query
+string for GET/DELETE and the JSON body otherwise (unknown body fields are refused with 422)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from proxyplane.core.errors import Unauthorized
+from proxyplane.domains.apikeys.service import authenticate
+from proxyplane.ops import Auth, Caller, Operation, invoke
+from proxyplane.platform import Platform
+
+bearer = HTTPBearer(auto_error=False, description="API key: Authorization: Bearer <API_KEY>")
+
+
+def client_ip(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+async def caller_for(platform: Platform, op: Operation, request: Request, channel: str = "rest") -> Caller:
+    """Build the Caller: REST and MCP share authenticate(); an invalid key is 401 even where optional."""
+    ip = client_ip(request)
+    header = request.headers.get("authorization", "")
+    if op.auth == Auth.NONE or (op.auth == Auth.OPTIONAL and not header):
+        return Caller.anonymous(ip, channel)
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("an API key is required: send Authorization: Bearer <API_KEY>")
+    principal = await authenticate(platform.db, token.strip(), ip)
+    if principal is None:
+        raise Unauthorized("invalid or revoked API key")
+    return Caller(
+        customer_id=principal.customer_id,
+        key_id=principal.key_id,
+        scopes=principal.scopes,
+        client_ip=ip,
+        channel=channel,
+        user_agent=request.headers.get("user-agent", ""),
+    )
+
+
+def _sub_model(op: Operation, names: list[str], suffix: str, forbid: bool) -> type[BaseModel]:
+    assert op.input is not None
+    fields: dict[str, Any] = {
+        n: (op.input.model_fields[n].annotation, op.input.model_fields[n]) for n in names
+    }
+    config = ConfigDict(extra="forbid") if forbid else ConfigDict()
+    model_name = "".join(p.capitalize() for p in op.name.split("_")) + suffix
+    return create_model(model_name, __config__=config, __doc__=op.input.__doc__, **fields)
+
+
+def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
+    path_names = re.findall(r"{(\w+)}", op.path)
+    fields = list(op.input.model_fields) if op.input else []
+    rest = [n for n in fields if n not in path_names]
+    params = [inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)]
+    if op.auth != Auth.NONE:
+        params.append(
+            inspect.Parameter(
+                "_credentials",
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=HTTPAuthorizationCredentials | None,
+                default=Depends(bearer),
+            )
+        )
+    assert op.input is not None or not fields
+    for name in path_names:
+        info = op.input.model_fields[name] if op.input else None
+        ann = info.annotation if info else str
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[ann, Path()])
+        )
+    as_query = op.method in ("GET", "DELETE")
+    if rest:
+        if path_names or op.input is None:
+            model = _sub_model(op, rest, "Query" if as_query else "Body", forbid=not as_query)
+        else:
+            model = op.input
+        marker = Query() if as_query else Body()
+        params.append(
+            inspect.Parameter("payload", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[model, marker])
+        )
+
+    async def endpoint(**kwargs: Any) -> Any:
+        request: Request = kwargs["request"]
+        caller = await caller_for(platform, op, request)
+        data = None
+        if op.input is not None:
+            values = {n: kwargs[n] for n in path_names}
+            payload = kwargs.get("payload")
+            if payload is not None:
+                values.update(payload.model_dump(exclude_unset=False))
+            try:
+                data = op.input.model_validate(values)
+            except ValidationError as exc:
+                raise RequestValidationError(exc.errors(include_url=False)) from None
+        result = await invoke(platform, op, caller, data)
+        if op.output is None:
+            return Response(status_code=op.status_code)
+        return result
+
+    endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    endpoint.__name__ = op.name
+    extra: dict[str, Any] = {} if op.output else {"response_class": Response}
+    router.add_api_route(
+        op.path,
+        endpoint,
+        methods=[op.method],
+        name=op.name,
+        operation_id=op.name,
+        summary=op.summary,
+        description=_description(op),
+        response_model=op.output,
+        status_code=op.status_code,
+        tags=list(op.tags),
+        **extra,
+    )
+
+
+def _description(op: Operation) -> str:
+    scopes = ", ".join(sorted(op.scopes)) or "none"
+    auth = {Auth.KEY: "API key required", Auth.OPTIONAL: "API key optional", Auth.NONE: "no key"}[op.auth]
+    return f"{op.summary}\n\n{auth}; scopes: {scopes}; effect: {op.effect.value}."

@@ -1,0 +1,93 @@
+"""Profile operations: GET /customer/me, PATCH /customer/me."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from proxyplane.core.scopes import Scope
+from proxyplane.domains.accounts.service import get_customer
+from proxyplane.ops import Context, Effect, Operation, register
+
+PHONE = re.compile(r"^\+?[0-9 ()\-.]{4,30}$")
+
+
+class Profile(BaseModel):
+    customer_id: int
+    email: str
+    name: str
+    phone: str
+    kyc_verified: bool
+    partner_discount_percent: int
+    status: str
+    created_at: datetime
+
+
+class ProfileUpdate(BaseModel):
+    """Name and/or phone. The email address cannot be changed (an `email` field is refused with 422)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    phone: str | None = Field(default=None, max_length=30)
+
+    @field_validator("phone")
+    @classmethod
+    def _phone(cls, value: str | None) -> str | None:
+        if value is not None and value != "" and not PHONE.match(value):
+            raise ValueError("phone must be digits with an optional leading +, spaces, dashes or brackets")
+        return value
+
+
+async def _profile(ctx: Context, customer_id: int) -> Profile:
+    c = await get_customer(ctx.session, customer_id)
+    return Profile(
+        customer_id=c.id,
+        email=c.email,
+        name=c.name,
+        phone=c.phone,
+        kyc_verified=c.kyc_verified_at is not None,
+        partner_discount_percent=c.partner_discount_percent,
+        status=c.status,
+        created_at=c.created_at,
+    )
+
+
+async def get_profile(ctx: Context, _: None) -> Profile:
+    return await _profile(ctx, ctx.customer_id)
+
+
+async def update_profile(ctx: Context, data: ProfileUpdate) -> Profile:
+    c = await get_customer(ctx.session, ctx.customer_id)
+    if data.name is not None:
+        c.name = data.name.strip()
+    if data.phone is not None:
+        c.phone = data.phone.strip()
+    await ctx.session.flush()
+    return await _profile(ctx, c.id)
+
+
+GET_PROFILE = Operation(
+    name="get_profile",
+    summary="Your account profile.",
+    method="GET",
+    path="/customer/me",
+    handler=get_profile,
+    output=Profile,
+    scopes=frozenset({Scope.customer_read}),
+    tags=("profile",),
+)
+UPDATE_PROFILE = Operation(
+    name="update_profile",
+    summary="Update your name and/or phone number (the email cannot change).",
+    method="PATCH",
+    path="/customer/me",
+    handler=update_profile,
+    input=ProfileUpdate,
+    output=Profile,
+    scopes=frozenset({Scope.customer_write}),
+    effect=Effect.WRITE,
+    tags=("profile",),
+)
+register(GET_PROFILE, UPDATE_PROFILE)

@@ -1,0 +1,115 @@
+"""API-key operations under /customers/me/api-keys."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from proxyplane.core.scopes import Scope
+from proxyplane.domains.apikeys import service
+from proxyplane.ops import Context, Effect, Operation, register
+from proxyplane.storage.models import ApiKey
+
+
+class ApiKeyRecord(BaseModel):
+    key_id: uuid.UUID
+    name: str
+    scopes: list[Scope]
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    last_used_ip: str | None
+
+
+class ApiKeyList(RootModel[list[ApiKeyRecord]]):
+    pass
+
+
+class ApiKeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=100)
+    scopes: list[Scope] = Field(min_length=1, description="explicit scopes the new key holds")
+
+
+class ApiKeyCreated(ApiKeyRecord):
+    secret: str = Field(description="the full key; shown only in this response")
+
+
+class ApiKeyRef(BaseModel):
+    key_id: uuid.UUID
+
+
+class Message(BaseModel):
+    message: str
+
+
+def record(key: ApiKey) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=key.id,
+        name=key.name,
+        scopes=[Scope(s) for s in key.scopes],
+        prefix=key.prefix,
+        created_at=key.created_at,
+        last_used_at=key.last_used_at,
+        last_used_ip=key.last_used_ip,
+    )
+
+
+async def list_api_keys(ctx: Context, _: None) -> ApiKeyList:
+    return ApiKeyList([record(k) for k in await service.list_keys(ctx.session, ctx.customer_id)])
+
+
+async def create_api_key(ctx: Context, data: ApiKeyCreate) -> ApiKeyCreated:
+    key, raw = await service.create_key(
+        ctx.session,
+        ctx.customer_id,
+        data.name,
+        frozenset(s.value for s in data.scopes),
+        granted_by=ctx.caller.scopes if ctx.caller.key_id is not None else None,
+    )
+    return ApiKeyCreated(**record(key).model_dump(), secret=raw)
+
+
+async def revoke_api_key(ctx: Context, data: ApiKeyRef) -> Message:
+    key = await service.revoke_key(ctx.session, ctx.customer_id, data.key_id)
+    return Message(message=f"API key {key.id} revoked")
+
+
+LIST_KEYS = Operation(
+    name="list_api_keys",
+    summary="List your active API keys (never their secrets).",
+    method="GET",
+    path="/customers/me/api-keys",
+    handler=list_api_keys,
+    output=ApiKeyList,
+    scopes=frozenset({Scope.customer_read}),
+    tags=("api-keys",),
+)
+CREATE_KEY = Operation(
+    name="create_api_key",
+    summary="Create an API key with explicit scopes; the secret is returned once.",
+    method="POST",
+    path="/customers/me/api-keys",
+    handler=create_api_key,
+    input=ApiKeyCreate,
+    output=ApiKeyCreated,
+    scopes=frozenset({Scope.customer_write}),
+    effect=Effect.WRITE,
+    status_code=201,
+    tags=("api-keys",),
+)
+REVOKE_KEY = Operation(
+    name="revoke_api_key",
+    summary="Revoke an API key; it stops working at once.",
+    method="DELETE",
+    path="/customers/me/api-keys/{key_id}",
+    handler=revoke_api_key,
+    input=ApiKeyRef,
+    output=Message,
+    scopes=frozenset({Scope.customer_write}),
+    effect=Effect.WRITE,
+    tags=("api-keys",),
+)
+register(LIST_KEYS, CREATE_KEY, REVOKE_KEY)

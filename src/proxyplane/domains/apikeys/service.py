@@ -1,0 +1,122 @@
+"""API keys: create (secret shown once, only its hash stored), list, revoke, authenticate."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import Forbidden, NotFound, ValidationFailed
+from proxyplane.core.scopes import ALL_SCOPES
+from proxyplane.core.security import API_KEY_PREFIX, hash_api_key, new_api_key
+from proxyplane.storage.engine import Database
+from proxyplane.storage.models import ApiKey, Customer
+
+# last-used time/IP are written at most this often per key (and whenever the IP changes)
+TOUCH_INTERVAL = timedelta(seconds=5)
+MAX_KEYS_PER_CUSTOMER = 100
+
+
+@dataclass(frozen=True)
+class KeyPrincipal:
+    key_id: uuid.UUID
+    customer_id: int
+    scopes: frozenset[str]
+
+
+async def create_key(
+    session: AsyncSession,
+    customer_id: int,
+    name: str,
+    scopes: frozenset[str],
+    granted_by: frozenset[str] | None = None,
+) -> tuple[ApiKey, str]:
+    """Create a key; `granted_by` is the creating key's scopes: a key cannot grant what it lacks."""
+    unknown = sorted(scopes - ALL_SCOPES)
+    if unknown:
+        raise ValidationFailed(f"unknown scope(s): {', '.join(unknown)}", field="scopes")
+    if granted_by is not None and not scopes <= granted_by:
+        extra = sorted(scopes - granted_by)
+        raise Forbidden(f"a key cannot grant scopes it does not hold: {', '.join(extra)}", scopes=extra)
+    active = (
+        await session.execute(
+            select(ApiKey.id).where(ApiKey.customer_id == customer_id, ApiKey.revoked_at.is_(None))
+        )
+    ).all()
+    if len(active) >= MAX_KEYS_PER_CUSTOMER:
+        raise ValidationFailed(f"at most {MAX_KEYS_PER_CUSTOMER} active keys per account")
+    raw = new_api_key()
+    key = ApiKey(
+        customer_id=customer_id,
+        name=name.strip(),
+        scopes=sorted(scopes),
+        key_hash=hash_api_key(raw),
+        prefix=raw[: len(API_KEY_PREFIX) + 6],
+    )
+    session.add(key)
+    await session.flush()
+    return key, raw
+
+
+async def list_keys(session: AsyncSession, customer_id: int) -> list[ApiKey]:
+    rows = await session.execute(
+        select(ApiKey)
+        .where(ApiKey.customer_id == customer_id, ApiKey.revoked_at.is_(None))
+        .order_by(ApiKey.created_at.desc())
+    )
+    return list(rows.scalars())
+
+
+async def revoke_key(session: AsyncSession, customer_id: int, key_id: uuid.UUID) -> ApiKey:
+    key = await session.get(ApiKey, key_id)
+    if key is None or key.customer_id != customer_id:
+        raise NotFound(f"API key {key_id} not found")
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+        await session.flush()
+    return key
+
+
+async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal | None:
+    """The one key check shared by REST and MCP. Returns None for an unknown, revoked key or a
+    disabled account. Records last use (time, client IP) in its own short write."""
+    if not raw.startswith(API_KEY_PREFIX) or len(raw) > 200:
+        return None
+    digest = hash_api_key(raw)
+    async with db.unit_of_work(write=False) as uow:
+        row = (
+            await uow.session.execute(
+                select(
+                    ApiKey.id,
+                    ApiKey.customer_id,
+                    ApiKey.scopes,
+                    ApiKey.revoked_at,
+                    ApiKey.last_used_at,
+                    ApiKey.last_used_ip,
+                    Customer.status,
+                )
+                .join(Customer, Customer.id == ApiKey.customer_id)
+                .where(ApiKey.key_hash == digest)
+            )
+        ).first()
+    if row is None:
+        return None
+    key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, status = row
+    if revoked_at is not None or status != "active":
+        return None
+    now = utcnow()
+    if _needs_touch(last_used_at, last_used_ip, client_ip, now):
+        async with db.unit_of_work(write=True) as uow:
+            await uow.session.execute(
+                update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now, last_used_ip=client_ip)
+            )
+            await uow.commit()
+    return KeyPrincipal(key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes))
+
+
+def _needs_touch(last_at: datetime | None, last_ip: str | None, ip: str, now: datetime) -> bool:
+    return last_at is None or last_ip != ip or now - last_at >= TOUCH_INTERVAL

@@ -1,0 +1,189 @@
+"""One operation, one definition: the registry that REST, MCP and legacy all serve.
+
+An Operation declares its name (REST operation_id == MCP tool name), its REST binding, input and output
+models, the scopes a key must ALL hold, its effect, and the handler `async (ctx, data) -> output`.
+`invoke()` checks the caller, opens the unit of work, replays idempotent results, runs the handler and
+commits exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from proxyplane.core.errors import IdempotencyConflict, MissingScope, Unauthorized
+from proxyplane.storage.engine import UnitOfWork
+from proxyplane.storage.models import IdempotencyRecord
+
+if TYPE_CHECKING:
+    from proxyplane.platform import Platform
+
+
+class Effect(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    SPENDS_MONEY = "spends_money"
+
+
+class Auth(StrEnum):
+    KEY = "key"  # an API key is required
+    OPTIONAL = "optional"  # a key may be sent; it enables extra fields
+    NONE = "none"  # public
+
+
+@dataclass(frozen=True)
+class Caller:
+    customer_id: int | None
+    key_id: Any = None
+    scopes: frozenset[str] = frozenset()
+    client_ip: str = ""
+    channel: str = "rest"
+    user_agent: str = ""
+
+    @classmethod
+    def anonymous(cls, client_ip: str = "", channel: str = "rest") -> Caller:
+        return cls(customer_id=None, client_ip=client_ip, channel=channel)
+
+
+@dataclass
+class Context:
+    uow: UnitOfWork
+    caller: Caller
+    platform: Platform
+
+    @property
+    def session(self) -> Any:
+        return self.uow.session
+
+    @property
+    def customer_id(self) -> int:
+        if self.caller.customer_id is None:
+            raise Unauthorized("an API key is required")
+        return self.caller.customer_id
+
+
+Handler = Callable[[Context, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    summary: str
+    method: str
+    path: str
+    handler: Handler
+    input: type[BaseModel] | None = None
+    output: type[BaseModel] | None = None
+    scopes: frozenset[str] = frozenset()
+    effect: Effect = Effect.READ
+    auth: Auth = Auth.KEY
+    status_code: int = 200
+    tags: tuple[str, ...] = ()
+    mcp: bool = True  # also served as an MCP tool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def idempotent(self) -> bool:
+        """Same call twice leaves the same state (reads, and writes keyed or naturally idempotent)."""
+        return self.effect == Effect.READ or self.method in ("PUT", "DELETE") or self.takes_idempotency_key
+
+    @property
+    def takes_idempotency_key(self) -> bool:
+        return self.input is not None and "idempotency_key" in self.input.model_fields
+
+
+REGISTRY: dict[str, Operation] = {}
+
+
+def register(*ops: Operation) -> None:
+    for op in ops:
+        if op.name in REGISTRY and REGISTRY[op.name] is not op:
+            raise ValueError(f"operation {op.name} declared twice")
+        REGISTRY[op.name] = op
+
+
+def check_access(op: Operation, caller: Caller) -> None:
+    if op.auth == Auth.KEY and caller.customer_id is None:
+        raise Unauthorized("an API key is required: send Authorization: Bearer <API_KEY>")
+    if op.auth == Auth.KEY:
+        missing = sorted(op.scopes - caller.scopes)
+        if missing:
+            raise MissingScope(
+                f"this API key lacks the scope(s) {', '.join(missing)} required by {op.name}",
+                missing_scopes=missing,
+            )
+
+
+def _request_hash(data: BaseModel | None) -> str:
+    payload = data.model_dump(mode="json", exclude={"idempotency_key"}) if data is not None else {}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+async def _replay(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> Any:
+    row = (
+        await uow.session.execute(
+            select(IdempotencyRecord).where(
+                IdempotencyRecord.customer_id == customer_id,
+                IdempotencyRecord.operation == op.name,
+                IdempotencyRecord.key == key,
+            )
+        )
+    ).scalar_one_or_none()
+    if row is None:
+        return None
+    if row.request_hash != req_hash:
+        raise IdempotencyConflict(
+            f"idempotency_key {key!r} was already used for a different {op.name} request",
+        )
+    return op.output.model_validate(row.response) if op.output else True
+
+
+async def invoke(platform: Platform, op: Operation, caller: Caller, data: BaseModel | None) -> Any:
+    """Run one operation for one caller in one unit of work; commit once."""
+    check_access(op, caller)
+    key = getattr(data, "idempotency_key", None) if op.takes_idempotency_key else None
+    if key and caller.customer_id is not None:
+        return await _invoke_keyed(platform, op, caller, data, key)
+    async with platform.db.unit_of_work(write=op.effect != Effect.READ) as uow:
+        result = await op.handler(Context(uow, caller, platform), data)
+        await uow.commit()
+    return result
+
+
+async def _invoke_keyed(platform: Platform, op: Operation, caller: Caller, data: Any, key: str) -> Any:
+    """Idempotent by key: the first committed result is replayed; a concurrent duplicate blocks on the
+    unique row, fails to insert, rolls back everything it did and replays the winner's result."""
+    assert caller.customer_id is not None
+    req_hash = _request_hash(data)
+    async with platform.db.unit_of_work(write=True) as uow:
+        replayed = await _replay(uow, op, caller.customer_id, key, req_hash)
+        if replayed is not None:
+            return replayed
+        record = IdempotencyRecord(
+            customer_id=caller.customer_id, operation=op.name, key=key, request_hash=req_hash, response={}
+        )
+        uow.session.add(record)
+        try:
+            await uow.session.flush()
+            won = True
+        except IntegrityError:
+            await uow.rollback()
+            won = False
+        if won:
+            result = await op.handler(Context(uow, caller, platform), data)
+            record.response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
+            await uow.commit()
+            return result
+    async with platform.db.unit_of_work(write=False) as uow:
+        replayed = await _replay(uow, op, caller.customer_id, key, req_hash)
+        if replayed is None:
+            raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
+        return replayed
