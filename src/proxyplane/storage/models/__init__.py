@@ -2,15 +2,29 @@
 
 from proxyplane.storage.models.base import Base
 from proxyplane.storage.models.customers import ApiKey, Customer
+from proxyplane.storage.models.services import (
+    CatalogProduct,
+    PriceBookOverride,
+    Service,
+    ServiceIp,
+    ServiceWhitelist,
+)
+from proxyplane.storage.models.stock import StockIp
 from proxyplane.storage.models.wallet import Deposit, IdempotencyRecord, LedgerEntry, LoginEvent, Wallet
 
 __all__ = [
     "ApiKey",
     "Base",
+    "CatalogProduct",
     "Customer",
     "Deposit",
     "IdempotencyRecord",
     "LedgerEntry",
     "LoginEvent",
+    "PriceBookOverride",
+    "Service",
+    "ServiceIp",
+    "ServiceWhitelist",
+    "StockIp",
     "Wallet",
 ]
