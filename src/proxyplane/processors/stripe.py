@@ -63,7 +63,7 @@ class StripeProcessor:
             event = stripe.Webhook.construct_event(body.decode(), sig, self.webhook_secret)
         except (stripe.SignatureVerificationError, ValueError) as exc:
             raise ValueError(f"stripe signature check failed: {exc}") from exc
-        obj = event.data.object
+        obj = event.data.object.to_dict()
         if event.type == "checkout.session.completed" and obj.get("payment_status") != "paid":
             return None  # async methods: wait for async_payment_succeeded
         if event.type in PAID_EVENTS:

@@ -1,0 +1,53 @@
+"""Import rules: domain, core and storage code import no web framework or MCP; the gateway imports only
+core and storage of ours (it shares nothing else with the control plane)."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "proxyplane"
+WEB = ("fastapi", "starlette", "mcp", "uvicorn", "jinja2")
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def files(*parts: str) -> list[Path]:
+    return sorted((SRC.joinpath(*parts)).rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", ["domains", "core", "storage", "processors"])
+def test_no_web_framework_below_adapters(package: str) -> None:
+    bad = [(p.relative_to(SRC), m) for p in files(package) for m in imports(p) if m.split(".")[0] in WEB]
+    assert bad == []
+
+
+def test_core_imports_nothing_of_ours_but_core() -> None:
+    bad = [
+        (p.relative_to(SRC), m)
+        for p in files("core")
+        for m in imports(p)
+        if m.startswith("proxyplane.") and not m.startswith("proxyplane.core")
+    ]
+    assert bad == []
+
+
+def test_gateway_imports_only_core_and_storage() -> None:
+    allowed = ("proxyplane.core", "proxyplane.storage", "proxyplane.gateway")
+    bad = [
+        (p.relative_to(SRC), m)
+        for p in files("gateway")
+        for m in imports(p)
+        if m.startswith("proxyplane") and not m.startswith(allowed)
+    ]
+    assert bad == []
+    assert files("gateway"), "the gateway package exists"
