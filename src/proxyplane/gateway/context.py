@@ -1,0 +1,41 @@
+"""What every client connection needs: access lookups, routing, limits, metering, pools, settings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .access import AccessProvider
+from .limits import ConnectionLimiter
+from .metering import Meter
+from .routing import Router
+from .upstream import UpstreamPool
+
+
+@dataclass
+class Settings:
+    connect_timeout: float = 10.0
+    idle_timeout: float = 300.0  # tunnels and idle client connections
+    handshake_timeout: float = 30.0  # SOCKS5 negotiation / first HTTP request head
+    udp_idle_timeout: float = 120.0
+    upstream_idle_timeout: float = 30.0
+    max_idle_upstreams_per_destination: int = 64
+    sniff_socks_on_http: bool = True  # an HTTP listener also answers SOCKS5 (first byte 0x05)
+
+
+@dataclass
+class Context:
+    access: AccessProvider
+    router: Router
+    limiter: ConnectionLimiter
+    meter: Meter
+    settings: Settings
+    pool: UpstreamPool = field(default_factory=UpstreamPool)
+    # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
+    unattributed_errors: Counter[str] = field(default_factory=Counter)
+
+    def error(self, service_id: str | None, host: str, reason: str) -> None:
+        if service_id is None:
+            self.unattributed_errors[reason] += 1
+        else:
+            self.meter.record(service_id, host, error=reason)

@@ -1,0 +1,411 @@
+"""HTTP proxy client connections: absolute-form requests relayed over pooled keep-alive upstream
+connections (auth, limit and exit-IP choice on every request), and CONNECT tunnels."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import cast
+
+from .access import AuthError, Grant, authenticate
+from .context import Context
+from .metering import Flow
+from .protocol.errors import ProtocolError
+from .protocol.http_proxy import (
+    CONNECT_ESTABLISHED,
+    ConnectRequest,
+    Credentials,
+    EndOfRequest,
+    ForwardRequest,
+    HttpRequestParser,
+    ResponseFramer,
+    auth_required,
+    build_reply,
+)
+from .protocol.username import UsernameError
+from .relay import Relay, RelayEnd
+from .routing import RoutingError
+from .upstream import UpstreamError, literal_family, open_connection
+
+_CONNECTING = 1  # reasons the client transport's reading is paused (bit mask)
+_BUFFER_FULL = 2
+_UPSTREAM_FULL = 4
+
+
+class HttpUpstream(asyncio.Protocol):
+    def __init__(self, key: tuple[str, str, int]) -> None:
+        self.key = key
+        self.transport: asyncio.Transport | None = None
+        self.client: HttpProxyConnection | None = None
+        self.idle_since = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if client is None:  # unsolicited bytes on an idle connection: not reusable
+            if self.transport is not None:
+                self.transport.close()
+            return
+        client.response_data(data)
+
+    def eof_received(self) -> bool:
+        if self.client is not None:
+            self.client.upstream_gone(self)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.client is not None:
+            self.client.upstream_gone(self)
+        self.transport = None
+
+    def pause_writing(self) -> None:
+        if self.client is not None:
+            self.client.pause(_UPSTREAM_FULL)
+
+    def resume_writing(self) -> None:
+        if self.client is not None:
+            self.client.resume(_UPSTREAM_FULL)
+
+
+class HttpProxyConnection(asyncio.Protocol):
+    def __init__(self, ctx: Context, static: bool, tls: bool = False) -> None:
+        self.ctx = ctx
+        self.static = static
+        self.tls = tls
+        self.transport: asyncio.Transport | None = None
+        self.listen_ip = ""
+        self.client_ip = ""
+        self.static_ip: str | None = None
+        self.parser = HttpRequestParser()
+        self.service_id: str | None = None  # the service whose connection slot this connection holds
+        self.req: ForwardRequest | None = None
+        self.req_service = ""
+        self.exit_ip = ""
+        self.framer: ResponseFramer | None = None
+        self.upstream: HttpUpstream | None = None
+        self.pending: list[bytes] = []
+        self.request_complete = False
+        self.up_bytes = 0
+        self.down_bytes = 0
+        self.sent_any = False
+        self.reused = False
+        self.retried = False
+        self.closed = False
+        self.tunneling = False
+        self.first = True
+        self.paused = 0
+        self.write_paused = False
+        self.last_active = 0.0
+        self.task: asyncio.Task[None] | None = None
+
+    # -- client transport callbacks --
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.listen_ip = transport.get_extra_info("sockname")[0]
+        self.client_ip = transport.get_extra_info("peername")[0]
+        self.static_ip = self.listen_ip if self.static else None
+        self.last_active = asyncio.get_running_loop().time()
+
+    def data_received(self, data: bytes) -> None:
+        if self.first:
+            self.first = False
+            if data[:1] == b"\x05" and not self.tls and self.ctx.settings.sniff_socks_on_http:
+                from .socks_conn import Socks5Connection
+
+                assert self.transport is not None
+                socks = Socks5Connection(self.ctx, self.static)
+                self.transport.set_protocol(socks)
+                self.closed = True
+                socks.connection_made(self.transport)
+                socks.data_received(data)
+                return
+        try:
+            events = self.parser.feed(data)
+        except ProtocolError as exc:
+            self.fail(exc.status, str(exc), "protocol")
+            return
+        if events:
+            self.handle(events)
+        elif self.parser.buffered > self.parser.max_head:
+            self.pause(_BUFFER_FULL)
+
+    def eof_received(self) -> bool:
+        # A client half-close before its request is answered: finish the response, then close.
+        return self.req is not None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.tunneling and self.task is None:
+            return  # the relay owns the transport now
+        self.closed = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        up = self.upstream
+        if up is not None:
+            up.client = None
+            if up.transport is not None:
+                up.transport.close()
+            self.upstream = None
+        if self.req is not None:
+            self.ctx.meter.record(self.req_service, self.req.host, requests=1, bytes_up=self.up_bytes,
+                                  bytes_down=self.down_bytes, error="client_closed")
+            self.req = None
+        self.release_slot()
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        if self.upstream is not None and self.upstream.transport is not None:
+            self.upstream.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.upstream is not None and self.upstream.transport is not None:
+            self.upstream.transport.resume_reading()
+
+    def pause(self, reason: int) -> None:
+        if not self.paused and self.transport is not None:
+            self.transport.pause_reading()
+        self.paused |= reason
+
+    def resume(self, reason: int) -> None:
+        was = self.paused
+        self.paused &= ~reason
+        if was and not self.paused and self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    def release_slot(self) -> None:
+        if self.service_id is not None:
+            self.ctx.limiter.release(self.service_id)
+            self.service_id = None
+
+    # -- requests --
+    def handle(self, events: list) -> None:
+        for event in events:
+            kind = type(event)
+            if kind is ForwardRequest:
+                if not self.start_request(event):
+                    return
+            elif kind is EndOfRequest:
+                self.request_complete = True
+            elif kind is ConnectRequest:
+                self.start_connect(event)
+                return
+            else:
+                self.up_bytes += len(event.data)
+                up = self.upstream
+                if up is not None and up.transport is not None:
+                    up.transport.write(event.data)
+                else:
+                    self.pending.append(event.data)
+
+    def authorize(self, auth: Credentials | None, host: str) -> Grant | None:
+        ctx = self.ctx
+        try:
+            if auth is None:
+                grant = authenticate(ctx.access, self.static_ip, self.client_ip, None, None)
+            else:
+                grant = authenticate(ctx.access, self.static_ip, self.client_ip, auth.login, auth.password)
+        except UsernameError as exc:
+            ctx.error(None, host, "username")
+            self.reply_and_close(auth_required(str(exc)))
+            return None
+        except AuthError as exc:
+            ctx.error(None, host, exc.reason)
+            if exc.reason == "inactive":
+                self.reply_and_close(build_reply(403, str(exc)))
+            else:
+                self.reply_and_close(auth_required(str(exc)))
+            return None
+        service = grant.service
+        if service.service_id != self.service_id:
+            self.release_slot()
+            if not ctx.limiter.acquire(service.service_id, service.max_connections):
+                self.fail(429, "too many concurrent connections for this service", "limit",
+                          service.service_id, host)
+                return None
+            self.service_id = service.service_id
+            ctx.meter.record(service.service_id, host, connections=1)
+        return grant
+
+    def start_request(self, req: ForwardRequest) -> bool:
+        grant = self.authorize(req.auth, req.host)
+        if grant is None:
+            return False
+        service_id = grant.service.service_id
+        try:
+            exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
+        except RoutingError as exc:
+            self.fail(502, str(exc), exc.reason, service_id, req.host)
+            return False
+        self.req, self.req_service, self.exit_ip = req, service_id, exit_ip
+        self.up_bytes, self.down_bytes = len(req.head), 0
+        self.request_complete = self.sent_any = self.retried = False
+        self.framer = ResponseFramer(req.method)
+        key = (exit_ip, req.host, req.port)
+        up = self.ctx.pool.get(key)
+        if up is not None:
+            assert isinstance(up, HttpUpstream) and up.transport is not None
+            self.reused = True
+            self.attach(up)
+            up.transport.write(req.head)
+        else:
+            self.reused = False
+            self.pending = [req.head]
+            self.pause(_CONNECTING)
+            self.task = asyncio.ensure_future(self.connect(key))
+        return True
+
+    async def connect(self, key: tuple[str, str, int]) -> None:
+        ctx = self.ctx
+        try:
+            transport, up = await open_connection(lambda: HttpUpstream(key), key[0], key[1], key[2],
+                                                  ctx.settings.connect_timeout)
+        except UpstreamError as exc:
+            self.fail(exc.status, str(exc), exc.reason, self.req_service, key[1])
+            return
+        finally:
+            self.task = None
+        if self.closed or self.req is None:
+            transport.close()
+            return
+        self.attach(up)
+        for data in self.pending:
+            transport.write(data)
+        self.pending = []
+        self.resume(_CONNECTING)
+
+    def attach(self, up: HttpUpstream) -> None:
+        self.upstream = up
+        up.client = self
+        if not self.write_paused and up.transport is not None:
+            up.transport.resume_reading()
+
+    def response_data(self, data: bytes) -> None:
+        framer = self.framer
+        assert framer is not None and self.transport is not None
+        try:
+            out = framer.feed(data)
+        except ProtocolError as exc:
+            host = self.req.host if self.req is not None else ""
+            self.fail(exc.status, str(exc), "upstream_protocol", self.req_service, host)
+            return
+        if out:
+            self.sent_any = True
+            self.down_bytes += len(out)
+            self.transport.write(out)
+        if framer.done:
+            self.response_done(framer.reusable and not framer.extra and self.request_complete)
+
+    def response_done(self, reusable: bool) -> None:
+        up, req = self.upstream, self.req
+        assert up is not None and req is not None
+        self.upstream = self.framer = self.req = None
+        self.sent_any = False
+        up.client = None
+        self.ctx.meter.record(self.req_service, req.host, requests=1, bytes_up=self.up_bytes,
+                              bytes_down=self.down_bytes)
+        if reusable and up.transport is not None:
+            up.transport.resume_reading()
+            self.ctx.pool.put(up)
+        elif up.transport is not None:
+            up.transport.close()
+        if not req.keep_alive or not self.request_complete or self.closed:
+            self.close()
+            return
+        self.resume(_UPSTREAM_FULL)
+        self.last_active = asyncio.get_running_loop().time()
+        try:
+            events = self.parser.resume()
+        except ProtocolError as exc:
+            self.fail(exc.status, str(exc), "protocol")
+            return
+        self.resume(_BUFFER_FULL)
+        if events:
+            self.handle(events)
+
+    def upstream_gone(self, up: HttpUpstream) -> None:
+        """EOF or loss of the upstream connection while it serves this client."""
+        if up is not self.upstream:
+            return
+        framer, req = self.framer, self.req
+        assert framer is not None and req is not None
+        if framer.eof():  # a close-delimited body ends here
+            self.response_done(False)
+            self.close()
+            return
+        self.upstream = None
+        up.client = None
+        if up.transport is not None:
+            up.transport.close()
+        if not framer.started and self.reused and not req.has_body and not self.retried:
+            # a pooled connection the origin had closed: try once more on a fresh one
+            self.retried = self.reused = True
+            self.pending = [req.head]
+            self.pause(_CONNECTING)
+            self.task = asyncio.ensure_future(self.connect((self.exit_ip, req.host, req.port)))
+            return
+        self.fail(502, "upstream closed the connection", "upstream_closed", self.req_service, req.host)
+
+    # -- CONNECT --
+    def start_connect(self, req: ConnectRequest) -> None:
+        grant = self.authorize(req.auth, req.host)
+        if grant is None:
+            return
+        service_id = grant.service.service_id
+        try:
+            exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
+        except RoutingError as exc:
+            self.fail(502, str(exc), exc.reason, service_id, req.host)
+            return
+        self.tunneling = True
+        self.pause(_CONNECTING)
+        self.task = asyncio.ensure_future(self.open_tunnel(service_id, exit_ip, req.host, req.port))
+
+    async def open_tunnel(self, service_id: str, exit_ip: str, host: str, port: int) -> None:
+        ctx = self.ctx
+        try:
+            transport, end = await open_connection(RelayEnd, exit_ip, host, port,
+                                                   ctx.settings.connect_timeout)
+        except UpstreamError as exc:
+            self.task = None
+            self.tunneling = False
+            self.fail(exc.status, str(exc), exc.reason, service_id, host)
+            return
+        self.task = None
+        if self.closed or self.transport is None or self.transport.is_closing():
+            transport.close()
+            return
+        self.transport.write(CONNECT_ESTABLISHED)
+        ctx.meter.record(service_id, host, requests=1)
+        flow = ctx.meter.open_flow(service_id, host)
+        slot, self.service_id = self.service_id, None  # the relay releases the slot when it ends
+        self.closed = True
+        relay = Relay(self.transport, end, flow, idle_timeout=ctx.settings.idle_timeout,
+                      on_close=lambda _r: tunnel_closed(ctx, flow, slot))
+        relay.start(self.parser.take_rest())
+
+    # -- endings --
+    def reply_and_close(self, reply: bytes) -> None:
+        if self.transport is not None and not self.sent_any:
+            self.transport.write(reply)
+        self.close()
+
+    def fail(self, status: int, message: str, reason: str, service_id: str | None = None,
+             host: str = "") -> None:
+        self.ctx.error(service_id, host, reason)
+        if self.req is not None and service_id is not None:
+            self.ctx.meter.record(service_id, self.req.host, requests=1, bytes_up=self.up_bytes,
+                                  bytes_down=self.down_bytes)
+            self.req = None
+        self.reply_and_close(build_reply(status, message))
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def tunnel_closed(ctx: Context, flow: Flow, slot: str | None) -> None:
+    ctx.meter.close_flow(flow)
+    if slot is not None:
+        ctx.limiter.release(slot)

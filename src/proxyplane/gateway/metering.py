@@ -1,0 +1,153 @@
+"""Usage metering: per service, per minute, per destination host, held in memory and flushed in batches.
+
+Counters are keyed ``(service_id, minute, host)``; a row's totals summed over hosts give the minute's
+totals, so a per-destination export always sums to the usage totals. Tunnels report bytes through a
+``Flow`` (plain attribute increments on the hot path); ``harvest()`` moves flow deltas into the current
+minute and runs at every flush, every second in ``run()``, and when a flow closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class UsageRow:
+    service_id: str
+    minute: datetime  # UTC, start of the minute
+    host: str  # destination host ("" when the error happened before a destination was known)
+    requests: int = 0
+    connections: int = 0
+    bytes_up: int = 0  # client -> destination
+    bytes_down: int = 0  # destination -> client
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def merge(self, other: UsageRow) -> None:
+        self.requests += other.requests
+        self.connections += other.connections
+        self.bytes_up += other.bytes_up
+        self.bytes_down += other.bytes_down
+        for key, n in other.errors.items():
+            self.errors[key] = self.errors.get(key, 0) + n
+
+
+UsageSink = Callable[[list[UsageRow]], Awaitable[None]]
+
+
+class Flow:
+    """Byte counters of one tunnel or one HTTP client connection's current destination."""
+
+    __slots__ = ("service_id", "host", "up", "down", "_up_seen", "_down_seen")
+
+    def __init__(self, service_id: str, host: str) -> None:
+        self.service_id = service_id
+        self.host = host
+        self.up = 0
+        self.down = 0
+        self._up_seen = 0
+        self._down_seen = 0
+
+    def take_delta(self) -> tuple[int, int]:
+        up, down = self.up - self._up_seen, self.down - self._down_seen
+        self._up_seen, self._down_seen = self.up, self.down
+        return up, down
+
+
+class Meter:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._rows: dict[tuple[str, int, str], UsageRow] = {}
+        self._flows: set[Flow] = set()
+
+    def _row(self, service_id: str, host: str) -> UsageRow:
+        minute = int(self._clock() // 60)
+        key = (service_id, minute, host)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = UsageRow(service_id, datetime.fromtimestamp(minute * 60, UTC), host)
+        return row
+
+    def record(self, service_id: str, host: str, *, requests: int = 0, connections: int = 0,
+               bytes_up: int = 0, bytes_down: int = 0, error: str | None = None) -> None:
+        row = self._row(service_id, host)
+        row.requests += requests
+        row.connections += connections
+        row.bytes_up += bytes_up
+        row.bytes_down += bytes_down
+        if error is not None:
+            row.errors[error] = row.errors.get(error, 0) + 1
+
+    def open_flow(self, service_id: str, host: str) -> Flow:
+        flow = Flow(service_id, host)
+        self._flows.add(flow)
+        return flow
+
+    def close_flow(self, flow: Flow) -> None:
+        self._harvest_one(flow)
+        self._flows.discard(flow)
+
+    def _harvest_one(self, flow: Flow) -> None:
+        up, down = flow.take_delta()
+        if up or down:
+            row = self._row(flow.service_id, flow.host)
+            row.bytes_up += up
+            row.bytes_down += down
+
+    def harvest(self) -> None:
+        for flow in list(self._flows):
+            self._harvest_one(flow)
+
+    def drain(self) -> list[UsageRow]:
+        """Everything counted so far (flows harvested), removed from the meter."""
+        self.harvest()
+        rows = list(self._rows.values())
+        self._rows = {}
+        return rows
+
+    def restore(self, rows: list[UsageRow]) -> None:
+        """Put rows back (a failed flush) so they go out with the next one."""
+        for row in rows:
+            key = (row.service_id, int(row.minute.timestamp()) // 60, row.host)
+            existing = self._rows.get(key)
+            if existing is None:
+                self._rows[key] = row
+            else:
+                existing.merge(row)
+
+    async def flush(self, sink: UsageSink) -> int:
+        """Send all pending rows to ``sink`` in one batch; on failure they are kept for the next try."""
+        rows = self.drain()
+        if not rows:
+            return 0
+        try:
+            await sink(rows)
+        except BaseException:
+            self.restore(rows)
+            raise
+        return len(rows)
+
+    async def run(self, sink: UsageSink, interval: float = 5.0) -> None:
+        """Harvest every second and flush every ``interval`` seconds until cancelled (then flush once)."""
+        last = time.monotonic()
+        try:
+            while True:
+                await asyncio.sleep(1.0)
+                self.harvest()
+                if time.monotonic() - last >= interval:
+                    last = time.monotonic()
+                    try:
+                        await self.flush(sink)
+                    except Exception:
+                        log.exception("usage flush failed; rows kept for the next flush")
+        finally:
+            try:
+                await self.flush(sink)
+            except Exception:
+                log.exception("final usage flush failed")

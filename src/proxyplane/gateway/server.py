@@ -1,0 +1,177 @@
+"""The gateway process: listeners for static services (on each exit IP) and for rotating services (on the
+gateway address), plus the background jobs (usage flush, pool and idle sweeps)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from dataclasses import dataclass
+
+from .access import AccessProvider, AccessTable
+from .context import Context, Settings
+from .http_conn import HttpProxyConnection
+from .limits import ConnectionLimiter
+from .metering import Meter, UsageSink
+from .routing import Router
+from .socks_conn import Socks5Connection
+from .upstream import UpstreamPool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GatewayConfig:
+    # rotating services: one shared gateway address
+    gateway_host: str | None = "127.0.0.1"
+    gateway_http_port: int | None = None
+    gateway_https_port: int | None = None
+    gateway_socks_port: int | None = None
+    # static services: these ports on every exit IP of every static service
+    static_http_port: int | None = None
+    static_https_port: int | None = None
+    static_socks_port: int | None = None
+    ssl_context: ssl.SSLContext | None = None  # needed for the https ports
+    flush_interval: float = 5.0
+    backlog: int = 1024
+
+
+class Gateway:
+    def __init__(self, access: AccessProvider, config: GatewayConfig, *, settings: Settings | None = None,
+                 router: Router | None = None, limiter: ConnectionLimiter | None = None,
+                 meter: Meter | None = None, sink: UsageSink | None = None) -> None:
+        settings = settings or Settings()
+        self.config = config
+        self.ctx = Context(access, router or Router(), limiter or ConnectionLimiter(), meter or Meter(),
+                           settings, UpstreamPool(settings.max_idle_upstreams_per_destination,
+                                                  settings.upstream_idle_timeout))
+        self.sink = sink
+        self._gateway_servers: dict[str, asyncio.Server] = {}
+        self._static_servers: dict[str, dict[str, asyncio.Server]] = {}
+        self._jobs: list[asyncio.Task[None]] = []
+        self._sync_lock = asyncio.Lock()
+        self._sync_pending = False
+
+    @property
+    def access(self) -> AccessProvider:
+        return self.ctx.access
+
+    @property
+    def router(self) -> Router:
+        return self.ctx.router
+
+    @property
+    def meter(self) -> Meter:
+        return self.ctx.meter
+
+    @property
+    def limiter(self) -> ConnectionLimiter:
+        return self.ctx.limiter
+
+    async def _listen(self, host: str, port: int, kind: str, static: bool) -> asyncio.Server:
+        loop = asyncio.get_running_loop()
+        ctx = self.ctx
+        tls = None
+        if kind == "socks":
+            def factory() -> asyncio.Protocol:
+                return Socks5Connection(ctx, static)
+        else:
+            if kind == "https":
+                if self.config.ssl_context is None:
+                    raise ValueError("an https port needs GatewayConfig.ssl_context")
+                tls = self.config.ssl_context
+
+            def factory() -> asyncio.Protocol:
+                return HttpProxyConnection(ctx, static, tls is not None)
+        return await loop.create_server(factory, host, port, ssl=tls, backlog=self.config.backlog,
+                                        reuse_address=True)
+
+    async def start(self) -> None:
+        cfg = self.config
+        if cfg.gateway_host is not None:
+            for kind, port in _ports(cfg.gateway_http_port, cfg.gateway_https_port, cfg.gateway_socks_port):
+                self._gateway_servers[kind] = await self._listen(cfg.gateway_host, port, kind, False)
+        await self.sync_static_listeners()
+        if isinstance(self.ctx.access, AccessTable):
+            self.ctx.access.on_change(self._schedule_sync)
+        self._jobs.append(asyncio.ensure_future(self._sweeper()))
+        if self.sink is not None:
+            self._jobs.append(asyncio.ensure_future(self.ctx.meter.run(self.sink, cfg.flush_interval)))
+
+    def gateway_port(self, kind: str) -> int:
+        """The bound port of a gateway listener (useful with port 0)."""
+        return int(self._gateway_servers[kind].sockets[0].getsockname()[1])
+
+    def static_port(self, ip: str, kind: str) -> int:
+        """The bound port of a static listener on ``ip``."""
+        return int(self._static_servers[ip][kind].sockets[0].getsockname()[1])
+
+    def _schedule_sync(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if not self._sync_pending:
+            self._sync_pending = True
+            self._jobs.append(asyncio.ensure_future(self.sync_static_listeners()))
+
+    async def sync_static_listeners(self) -> None:
+        """Open the static ports on IPs that gained a static service, close them on IPs that lost all."""
+        async with self._sync_lock:
+            self._sync_pending = False
+            cfg = self.config
+            ports = _ports(cfg.static_http_port, cfg.static_https_port, cfg.static_socks_port)
+            wanted = self.ctx.access.listen_ips() if ports else set()
+            for ip in set(self._static_servers) - wanted:
+                for server in self._static_servers.pop(ip).values():
+                    server.close()
+            for ip in sorted(wanted - set(self._static_servers)):
+                servers = {}
+                try:
+                    for kind, port in ports:
+                        servers[kind] = await self._listen(ip, port, kind, True)
+                except OSError:
+                    log.exception("cannot listen on %s", ip)
+                self._static_servers[ip] = servers
+
+    def static_ips(self) -> list[str]:
+        return sorted(self._static_servers)
+
+    async def _sweeper(self) -> None:
+        while True:
+            await asyncio.sleep(5.0)
+            self.ctx.pool.sweep()
+
+    async def close(self) -> None:
+        for job in self._jobs:
+            job.cancel()
+        for job in self._jobs:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await job
+        self._jobs.clear()
+        servers = list(self._gateway_servers.values())
+        servers += [s for group in self._static_servers.values() for s in group.values()]
+        for server in servers:
+            server.close()
+        self._gateway_servers.clear()
+        self._static_servers.clear()
+        self.ctx.pool.close()
+        for server in servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 1.0)
+
+
+def _ports(http: int | None, https: int | None, socks: int | None) -> list[tuple[str, int]]:
+    return [(kind, port) for kind, port in (("http", http), ("https", https), ("socks", socks))
+            if port is not None]
+
+
+def install_uvloop() -> bool:
+    """Use uvloop's event loop policy when it is installed."""
+    try:
+        import uvloop
+    except ImportError:
+        return False
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return True

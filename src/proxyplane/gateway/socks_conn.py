@@ -1,0 +1,299 @@
+"""SOCKS5 client connections: negotiation, CONNECT tunnels and UDP ASSOCIATE relays."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import cast
+
+from .access import AuthError, Grant, authenticate
+from .context import Context
+from .http_conn import tunnel_closed
+from .metering import Flow
+from .protocol import socks5
+from .protocol.errors import ProtocolError
+from .protocol.udp import build_udp_datagram, parse_udp_datagram
+from .relay import Relay, RelayEnd
+from .routing import RoutingError
+from .upstream import UpstreamError, literal_family, open_connection
+
+
+class Socks5Connection(asyncio.Protocol):
+    def __init__(self, ctx: Context, static: bool) -> None:
+        self.ctx = ctx
+        self.static = static
+        self.transport: asyncio.Transport | None = None
+        self.parser = socks5.Socks5Parser()
+        self.listen_ip = ""
+        self.client_ip = ""
+        self.static_ip: str | None = None
+        self.grant: Grant | None = None
+        self.slot: str | None = None
+        self.closed = False
+        self.handed_over = False
+        self.task: asyncio.Task[None] | None = None
+        self.udp: UdpAssociation | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.listen_ip = transport.get_extra_info("sockname")[0]
+        self.client_ip = transport.get_extra_info("peername")[0]
+        self.static_ip = self.listen_ip if self.static else None
+        loop = asyncio.get_running_loop()
+        self.timer = loop.call_later(self.ctx.settings.handshake_timeout, self.handshake_timeout)
+
+    def handshake_timeout(self) -> None:
+        if not self.parser.done and not self.closed:
+            self.ctx.error(None, "", "handshake_timeout")
+            self.close()
+
+    def data_received(self, data: bytes) -> None:
+        if self.parser.done:
+            return  # bytes on the control connection of a UDP association (or after a failure)
+        try:
+            events = self.parser.feed(data)
+        except ProtocolError as exc:
+            self.ctx.error(self.grant.service.service_id if self.grant else None, "", "protocol")
+            self.send(self.parser.error_reply(exc))
+            self.close()
+            return
+        for event in events:
+            if isinstance(event, socks5.MethodsOffered):
+                self.on_methods(event.methods)
+            elif isinstance(event, socks5.UserPass):
+                self.on_userpass(event.login, event.password)
+            else:
+                self.on_request(event)
+            if self.closed:
+                return
+
+    def send(self, data: bytes) -> None:
+        if self.transport is not None and data:
+            self.transport.write(data)
+
+    def on_methods(self, methods: frozenset[int]) -> None:
+        if socks5.USERPASS in methods:
+            self.send(self.parser.choose_method(socks5.USERPASS))
+            return
+        if socks5.NO_AUTH in methods:
+            try:
+                self.grant = authenticate(self.ctx.access, self.static_ip, self.client_ip, None, None)
+            except AuthError as exc:
+                self.ctx.error(None, "", exc.reason)
+            else:
+                self.send(self.parser.choose_method(socks5.NO_AUTH))
+                return
+        self.send(self.parser.choose_method(socks5.NO_ACCEPTABLE))
+        self.close()
+
+    def on_userpass(self, login: str, password: str) -> None:
+        try:
+            self.grant = authenticate(self.ctx.access, self.static_ip, self.client_ip, login, password)
+        except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
+            self.ctx.error(None, "", getattr(exc, "reason", "username") if isinstance(exc, AuthError)
+                           else "username")
+            self.send(self.parser.auth_result(False))
+            self.close()
+            return
+        self.send(self.parser.auth_result(True))
+
+    def refuse(self, rep: int, reason: str, service_id: str | None, host: str) -> None:
+        self.ctx.error(service_id, host, reason)
+        self.send(self.parser.reply(rep))
+        self.close()
+
+    def on_request(self, req: socks5.SocksRequest) -> None:
+        grant = self.grant
+        assert grant is not None
+        service = grant.service
+        sid = service.service_id
+        current = self.ctx.access.get(sid)
+        if current is None or not current.active:
+            self.refuse(socks5.REP_NOT_ALLOWED, "inactive", None, req.host)
+            return
+        if req.command == socks5.CMD_UDP_ASSOCIATE and not service.udp_allowed:
+            self.refuse(socks5.REP_NOT_ALLOWED, "udp_not_allowed", sid, "")
+            return
+        family = literal_family(req.host) if req.command == socks5.CMD_CONNECT else None
+        try:
+            exit_ip = self.ctx.router.choose(grant, self.static_ip, family)
+        except RoutingError as exc:
+            rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
+                socks5.REP_NETWORK_UNREACHABLE
+            self.refuse(rep, exc.reason, sid, req.host)
+            return
+        if not self.ctx.limiter.acquire(sid, service.max_connections):
+            self.refuse(socks5.REP_NOT_ALLOWED, "limit", sid, req.host)
+            return
+        self.slot = sid
+        assert self.transport is not None
+        if req.command == socks5.CMD_UDP_ASSOCIATE:
+            self.ctx.meter.record(sid, "", connections=1)
+            self.task = asyncio.ensure_future(self.start_udp(sid, exit_ip))
+            return
+        self.ctx.meter.record(sid, req.host, connections=1, requests=1)
+        self.transport.pause_reading()
+        self.task = asyncio.ensure_future(self.open_tunnel(sid, exit_ip, req.host, req.port))
+
+    async def open_tunnel(self, sid: str, exit_ip: str, host: str, port: int) -> None:
+        ctx = self.ctx
+        try:
+            transport, end = await open_connection(RelayEnd, exit_ip, host, port,
+                                                   ctx.settings.connect_timeout)
+        except UpstreamError as exc:
+            self.task = None
+            self.refuse(exc.rep, exc.reason, sid, host)
+            return
+        self.task = None
+        if self.closed or self.transport is None or self.transport.is_closing():
+            transport.close()
+            return
+        bound = transport.get_extra_info("sockname")
+        self.send(self.parser.reply(socks5.REP_SUCCEEDED, bound[0], bound[1]))
+        flow = ctx.meter.open_flow(sid, host)
+        slot, self.slot = self.slot, None
+        self.handed_over = True
+        if self.timer is not None:
+            self.timer.cancel()
+        relay = Relay(self.transport, end, flow, idle_timeout=ctx.settings.idle_timeout,
+                      on_close=lambda _r: tunnel_closed(ctx, flow, slot))
+        relay.start(self.parser.take_rest())
+
+    async def start_udp(self, sid: str, exit_ip: str) -> None:
+        loop = asyncio.get_running_loop()
+        assoc = UdpAssociation(self, sid, exit_ip)
+        try:
+            await assoc.open(loop)
+        except OSError:
+            self.task = None
+            assoc.close()
+            self.refuse(socks5.REP_GENERAL_FAILURE, "udp_bind", sid, "")
+            return
+        self.task = None
+        if self.closed:
+            assoc.close()
+            return
+        self.udp = assoc
+        if self.timer is not None:
+            self.timer.cancel()
+        self.send(self.parser.reply(socks5.REP_SUCCEEDED, self.listen_ip, assoc.client_port))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.handed_over:
+            return
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        if self.udp is not None:
+            self.udp.close()
+            self.udp = None
+        if self.slot is not None:
+            self.ctx.limiter.release(self.slot)
+            self.slot = None
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+class _Datagrams(asyncio.DatagramProtocol):
+    def __init__(self, on_datagram: object) -> None:
+        self.on_datagram = on_datagram
+
+    def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
+        self.on_datagram(data, addr)  # type: ignore[operator]
+
+
+class UdpAssociation:
+    """UDP relay of one SOCKS5 UDP ASSOCIATE: the client sends SOCKS5-wrapped datagrams to a socket on
+    the listen IP; they leave unwrapped from a socket bound to the exit IP; answers come back wrapped.
+    Only the TCP client's IP may use it; it ends with the TCP control connection."""
+
+    def __init__(self, conn: Socks5Connection, service_id: str, exit_ip: str) -> None:
+        self.conn = conn
+        self.ctx = conn.ctx
+        self.service_id = service_id
+        self.exit_ip = exit_ip
+        self.client_side: asyncio.DatagramTransport | None = None
+        self.exit_side: asyncio.DatagramTransport | None = None
+        self.client_addr: tuple[str, int] | None = None
+        self.client_port = 0
+        self.flows: dict[str, Flow] = {}
+        self.names: dict[tuple[str, int], str] = {}  # resolved address -> name the client used
+
+    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.client_side, _ = await loop.create_datagram_endpoint(
+            lambda: _Datagrams(self.from_client), local_addr=(self.conn.listen_ip, 0))
+        self.exit_side, _ = await loop.create_datagram_endpoint(
+            lambda: _Datagrams(self.from_destination), local_addr=(self.exit_ip, 0))
+        self.client_port = self.client_side.get_extra_info("sockname")[1]
+
+    def flow(self, host: str) -> Flow:
+        flow = self.flows.get(host)
+        if flow is None:
+            flow = self.flows[host] = self.ctx.meter.open_flow(self.service_id, host)
+        return flow
+
+    def from_client(self, data: bytes, addr: tuple) -> None:
+        if addr[0] != self.conn.client_ip or self.exit_side is None:
+            return
+        if self.client_addr is None:
+            self.client_addr = (addr[0], addr[1])
+        elif (addr[0], addr[1]) != self.client_addr:
+            return
+        try:
+            dgram = parse_udp_datagram(data)
+        except ProtocolError:
+            self.ctx.error(self.service_id, "", "udp_protocol")
+            return
+        if dgram.frag != 0:  # fragmentation is not supported: drop (RFC 1928 allows it)
+            self.ctx.error(self.service_id, dgram.host, "udp_fragment")
+            return
+        family = literal_family(dgram.host)
+        exit_family = socket.AF_INET6 if ":" in self.exit_ip else socket.AF_INET
+        if family is None:
+            asyncio.ensure_future(self.send_resolved(dgram.host, dgram.port, dgram.payload, exit_family))
+            return
+        if family != exit_family:
+            self.ctx.error(self.service_id, dgram.host, "address_family")
+            return
+        self.send(dgram.host, (dgram.host, dgram.port), dgram.payload)
+
+    async def send_resolved(self, host: str, port: int, payload: bytes, family: int) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_DGRAM)
+        except OSError:
+            self.ctx.error(self.service_id, host, "dns")
+            return
+        if infos and self.exit_side is not None:
+            addr = (str(infos[0][4][0]), port)
+            self.names[addr] = host
+            self.send(host, addr, payload)
+
+    def send(self, host: str, addr: tuple[str, int], payload: bytes) -> None:
+        assert self.exit_side is not None
+        self.exit_side.sendto(payload, addr)
+        flow = self.flow(host)
+        flow.up += len(payload)
+
+    def from_destination(self, data: bytes, addr: tuple) -> None:
+        if self.client_addr is None or self.client_side is None:
+            return
+        ip, port = str(addr[0]), int(addr[1])
+        host = self.names.get((ip, port), ip)
+        self.client_side.sendto(build_udp_datagram(ip, port, data), self.client_addr)
+        self.flow(host).down += len(data)
+
+    def close(self) -> None:
+        for side in (self.client_side, self.exit_side):
+            if side is not None:
+                side.close()
+        self.client_side = self.exit_side = None
+        for flow in self.flows.values():
+            self.ctx.meter.close_flow(flow)
+        self.flows = {}

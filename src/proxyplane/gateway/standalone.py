@@ -1,0 +1,104 @@
+"""Run a gateway with one service from the command line (benchmarks, manual tests).
+
+    python -m proxyplane.gateway.standalone --listen 127.0.0.7 --http-port 9080 --socks-port 1081 \\
+        --login benchuser --password benchpass --exit-ip 127.0.0.9
+
+The service is a rotating one served on the gateway address; ``--exit-ip`` may repeat (``IP`` or
+``IP=country``). ``--https-port`` with ``--tls-cert``/``--tls-key`` adds HTTPS-to-proxy. Loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import signal
+import ssl
+import sys
+
+from .access import AccessTable, ServiceEntry
+from .context import Settings
+from .metering import UsageRow
+from .server import Gateway, GatewayConfig, install_uvloop
+
+
+def _loopback(value: str) -> str:
+    if not ipaddress.ip_address(value).is_loopback:
+        raise argparse.ArgumentTypeError(f"{value} is not a loopback address")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m proxyplane.gateway.standalone", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--listen", type=_loopback, default="127.0.0.1")
+    p.add_argument("--http-port", type=int)
+    p.add_argument("--https-port", type=int)
+    p.add_argument("--socks-port", type=int)
+    p.add_argument("--login", "--user", dest="login", default="user")
+    p.add_argument("--password", default="pass")
+    p.add_argument("--exit-ip", action="append", default=[], help="IP or IP=country; repeatable")
+    p.add_argument("--whitelist", action="append", default=[], type=_loopback, help="client IP; repeatable")
+    p.add_argument("--mode", choices=["rotating", "sticky", "pinned"], default="rotating")
+    p.add_argument("--max-connections", type=int, default=0)
+    p.add_argument("--udp", action="store_true")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--usage-log", action="store_true", help="print usage rows to stderr when flushed")
+    p.add_argument("--no-uvloop", action="store_true")
+    args = p.parse_args(argv)
+    if not args.exit_ip:
+        args.exit_ip = [args.listen]
+    if args.https_port is not None and not (args.tls_cert and args.tls_key):
+        p.error("--https-port needs --tls-cert and --tls-key")
+    return args
+
+
+def build_entry(args: argparse.Namespace) -> ServiceEntry:
+    exits: dict[str, str] = {}
+    for spec in args.exit_ip:
+        ip, _, country = spec.partition("=")
+        exits[_loopback(ip)] = country.lower()
+    pin = next(iter(exits)) if args.mode == "pinned" else None
+    return ServiceEntry("standalone", "rotating", args.login, args.password, exit_ips=exits,
+                        whitelist=frozenset(args.whitelist), session_mode=args.mode, pin=pin,
+                        max_connections=args.max_connections, udp_allowed=args.udp)
+
+
+async def _print_usage(rows: list[UsageRow]) -> None:
+    for row in rows:
+        print(f"usage {row.minute:%H:%M} {row.service_id} {row.host} req={row.requests} "
+              f"conn={row.connections} "
+              f"up={row.bytes_up} down={row.bytes_down} errors={row.errors}", file=sys.stderr)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    tls = None
+    if args.https_port is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+    config = GatewayConfig(gateway_host=args.listen, gateway_http_port=args.http_port,
+                           gateway_https_port=args.https_port, gateway_socks_port=args.socks_port,
+                           ssl_context=tls)
+    gateway = Gateway(AccessTable([build_entry(args)]), config, settings=Settings(),
+                      sink=_print_usage if args.usage_log else None)
+    await gateway.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"gateway listening on {args.listen} http={args.http_port} https={args.https_port} "
+          f"socks={args.socks_port}", file=sys.stderr, flush=True)
+    await stop.wait()
+    await gateway.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if not args.no_uvloop:
+        install_uvloop()
+    asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()
