@@ -19,7 +19,14 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from proxyplane.core.errors import IdempotencyConflict, MissingScope, Unauthorized
+from proxyplane.core.errors import (
+    IdempotencyConflict,
+    InsufficientBalance,
+    MissingScope,
+    PriceChanged,
+    Unauthorized,
+)
+from proxyplane.domains.wallet.service import DEBITED_CENTS
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
 
@@ -68,6 +75,11 @@ class Context:
         if self.caller.customer_id is None:
             raise Unauthorized("an API key is required")
         return self.caller.customer_id
+
+    @property
+    def balance_only(self) -> bool:
+        """Agents (MCP) pay from the wallet balance only: never open a processor checkout for a remainder."""
+        return self.caller.channel == "mcp"
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
@@ -146,19 +158,52 @@ async def _replay(uow: UnitOfWork, op: Operation, customer_id: int, key: str, re
     return op.output.model_validate(row.response) if op.output else True
 
 
-async def invoke(platform: Platform, op: Operation, caller: Caller, data: BaseModel | None) -> Any:
+def check_guards(uow: UnitOfWork, caller: Caller, result: Any, max_total_cents: int | None) -> None:
+    """Checked after the handler and before commit; raising here rolls the whole call back.
+    `max_total_cents`: the most this call may take from the wallet (sum of debits in this transaction).
+    Agents pay from the balance only: a result that leaves `amount_due_cents` to pay is refused."""
+    charged = int(uow.session.info.get(DEBITED_CENTS, 0))
+    if max_total_cents is not None and charged > max_total_cents:
+        raise PriceChanged(
+            f"this call would charge {charged} cents, more than max_total_cents={max_total_cents}; "
+            f"nothing was charged. The current price is {charged} cents: retry with "
+            f"max_total_cents >= {charged} to accept it",
+            current_price_cents=charged,
+            max_total_cents=max_total_cents,
+        )
+    due = getattr(result, "amount_due_cents", None)
+    if caller.channel == "mcp" and isinstance(due, int) and due > 0:
+        raise InsufficientBalance(
+            f"the wallet balance is {due} cents short of this purchase and agents pay from the balance "
+            "only; nothing was charged or reserved. Start a top-up with init_deposit (the customer pays "
+            "it at the checkout URL), then retry",
+            missing_cents=due,
+        )
+
+
+async def invoke(
+    platform: Platform,
+    op: Operation,
+    caller: Caller,
+    data: BaseModel | None,
+    *,
+    max_total_cents: int | None = None,
+) -> Any:
     """Run one operation for one caller in one unit of work; commit once."""
     check_access(op, caller)
     key = getattr(data, "idempotency_key", None) if op.takes_idempotency_key else None
     if key and caller.customer_id is not None:
-        return await _invoke_keyed(platform, op, caller, data, key)
+        return await _invoke_keyed(platform, op, caller, data, key, max_total_cents)
     async with platform.db.unit_of_work(write=op.effect != Effect.READ) as uow:
         result = await op.handler(Context(uow, caller, platform), data)
+        check_guards(uow, caller, result, max_total_cents)
         await uow.commit()
     return result
 
 
-async def _invoke_keyed(platform: Platform, op: Operation, caller: Caller, data: Any, key: str) -> Any:
+async def _invoke_keyed(
+    platform: Platform, op: Operation, caller: Caller, data: Any, key: str, max_total_cents: int | None
+) -> Any:
     """Idempotent by key: the first committed result is replayed; a concurrent duplicate blocks on the
     unique row, fails to insert, rolls back everything it did and replays the winner's result."""
     assert caller.customer_id is not None
@@ -179,6 +224,7 @@ async def _invoke_keyed(platform: Platform, op: Operation, caller: Caller, data:
             won = False
         if won:
             result = await op.handler(Context(uow, caller, platform), data)
+            check_guards(uow, caller, result, max_total_cents)
             record.response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
             await uow.commit()
             return result

@@ -27,7 +27,7 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            for part in lifespan_parts or []:
+            for part in [*(lifespan_parts or []), mcp.session_manager.run()]:
                 await stack.enter_async_context(part)
             yield
 
@@ -52,4 +52,10 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     from proxyplane.adapters.checkout.pages import checkout_router
 
     app.include_router(checkout_router(platform))
+    from proxyplane.adapters.web import install_dashboard
+
+    install_dashboard(app)  # the customer dashboard at /
+    from proxyplane.adapters.mcp.server import mount_mcp
+
+    mcp = mount_mcp(app, platform)  # /api/v1/mcp; its session manager runs in the lifespan above
     return app

@@ -9,7 +9,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
+from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.storage.models import LedgerEntry, Wallet
+
+# session.info key: cents debited in this transaction (invoke() checks an optional price guard before commit)
+DEBITED_CENTS = "debited_cents"
 
 
 async def balance(session: AsyncSession, customer_id: int) -> int:
@@ -84,6 +88,7 @@ async def debit(
             required_cents=cents,
             balance_cents=have,
         )
+    session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + cents
     return await _append(
         session, customer_id, -cents, new_balance, kind, description, service_id, invoice_id, None
     )
@@ -112,6 +117,7 @@ async def _append(
     )
     session.add(entry)
     await session.flush()
+    await ledger_entry_added(session, entry)
     return entry
 
 

@@ -1,0 +1,119 @@
+"""The MCP server at /api/v1/mcp (Streamable HTTP, official `mcp` SDK), mounted in the FastAPI app.
+
+Every request passes the API-key gate first: the same `authenticate()` as REST, with the client IP;
+no key, or an unknown or revoked one, is HTTP 401 with the REST error body. Scopes are checked per tool
+call by `invoke()`, exactly as for REST."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools
+from proxyplane.core.errors import Unauthorized
+from proxyplane.domains.apikeys.service import authenticate
+from proxyplane.operations import REGISTRY
+from proxyplane.ops import Operation
+from proxyplane.platform import Platform
+
+MCP_PATH = "/api/v1/mcp"
+INSTRUCTIONS = (
+    "ProxyPlane: buy and manage proxies. Money is integer cents (USD). Purchases are paid from the "
+    "wallet balance only; tools that spend need an idempotency_key and a price guard. Each tool lists "
+    "the API-key scopes it needs. Start with whoami to see your key's scopes."
+)
+
+
+def build_server(platform: Platform, registry: dict[str, Operation] | None = None) -> MCPServer[Any]:
+    """A fresh server with one tool per registry operation (its session manager runs once)."""
+    return MCPServer(
+        "proxyplane",
+        title="ProxyPlane",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        tools=build_tools(platform, REGISTRY if registry is None else registry),
+        log_level="WARNING",
+    )
+
+
+class ApiKeyGate:
+    """Pure ASGI: authenticate `Authorization: Bearer <API_KEY>` before the MCP transport sees the request."""
+
+    def __init__(self, app: ASGIApp, platform: Platform) -> None:
+        self.app = app
+        self.platform = platform
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        ip = client[0] if client else ""
+        scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+        principal = None
+        if scheme.lower() == "bearer" and token.strip():
+            principal = await authenticate(self.platform.db, token.strip(), ip)
+        if principal is None:
+            message = (
+                "invalid or revoked API key"
+                if token.strip()
+                else "an API key is required: send Authorization: Bearer <API_KEY>"
+            )
+            await _send_401(send, message)
+            return
+        scope = dict(scope, state={**scope.get("state", {}), PRINCIPAL: principal})
+        await self.app(scope, receive, send)
+
+
+async def _send_401(send: Send, message: str) -> None:
+    body = json.dumps({"detail": Unauthorized(message).body()}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer error="invalid_token"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BarePathToMount:
+    """Pure ASGI: `/api/v1/mcp` → `/api/v1/mcp/` before routing, so the mount answers without a 307."""
+
+    def __init__(self, app: ASGIApp, prefix: str) -> None:
+        self.app = app
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self.prefix:
+            path = self.prefix + "/"
+            scope = dict(scope, path=path, raw_path=path.encode())
+        await self.app(scope, receive, send)
+
+
+def mount_mcp(
+    app: FastAPI, platform: Platform, registry: dict[str, Operation] | None = None
+) -> MCPServer[Any]:
+    """Mount the MCP endpoint; the caller's lifespan must enter `server.session_manager.run()`."""
+    server = build_server(platform, registry)
+    asgi = server.streamable_http_app(
+        streamable_http_path="/",
+        stateless_http=True,
+        # Bearer keys are the only credential (no cookies), so a rebinding page gains nothing; behind
+        # a proxy the Host is the public name, which this check would refuse with 421.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    app.mount(MCP_PATH, ApiKeyGate(asgi, platform))
+    app.add_middleware(BarePathToMount, prefix=MCP_PATH)
+    app.state.mcp = server
+    return server

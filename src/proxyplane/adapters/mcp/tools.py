@@ -1,0 +1,244 @@
+"""MCP tools generated from the operation registry: one tool per operation with `mcp=True`.
+
+Name, description, input schema (path, query and body fields flattened into one object), output schema,
+annotations and the call itself all come from the Operation; a tool call runs the same `invoke()` as REST
+with a Caller from the same key check (channel "mcp"). Nothing here is written per tool."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mcp.server.mcpserver import Context as MCPContext
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, create_model
+
+from proxyplane.core.errors import DomainError
+from proxyplane.domains.apikeys.service import KeyPrincipal
+from proxyplane.ops import Caller, Effect, Operation, invoke
+from proxyplane.platform import Platform
+
+log = logging.getLogger(__name__)
+
+PRINCIPAL = "proxyplane_principal"  # key in the ASGI scope state, set by the API-key gate
+CONTEXT_KWARG = "mcp_context"
+MAX_TOTAL = "max_total_cents"
+EXPECTED_PRICE = "expected_price_cents"
+DESTRUCTIVE_PREFIXES = ("cancel", "revoke", "delete", "remove", "purge", "reset", "replace")
+
+# What an agent should do next, per error code (added to the is_error text).
+HINTS = {
+    "insufficient_balance": "Start a top-up with init_deposit (the customer pays it at the checkout URL), "
+    "wait until get_deposit reports paid, then retry with the same idempotency_key.",
+    "price_changed": "Check the current price, then retry with a guard that accepts it.",
+    "missing_scope": "Nothing was done. Ask the account owner for a key that holds the named scope(s).",
+    "idempotency_key_reused": "Use a new idempotency_key for a different request.",
+    "kyc_required": "The customer must finish identity verification in the dashboard, or pick another "
+    "payment method (list_payment_methods).",
+}
+
+
+class ToolArguments(ArgModelBase):
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+
+def spends_money(op: Operation) -> bool:
+    return op.effect == Effect.SPENDS_MONEY
+
+
+def needs_max_total(op: Operation) -> bool:
+    """Spending tools get a `max_total_cents` guard unless the operation has its own expected price."""
+    return spends_money(op) and (op.input is None or EXPECTED_PRICE not in op.input.model_fields)
+
+
+def forced_arguments(op: Operation) -> dict[str, Any]:
+    """Input fields the MCP channel fixes: agent purchases use the wallet balance only (seed, Auth. 7)."""
+    if op.input is not None and "use_balance" in op.input.model_fields:
+        return {"use_balance": True}
+    return {}
+
+
+def is_destructive(op: Operation) -> bool:
+    if "destructive" in op.extra:
+        return bool(op.extra["destructive"])
+    return op.method == "DELETE" or op.name.startswith(DESTRUCTIVE_PREFIXES)
+
+
+def tool_annotations(op: Operation) -> ToolAnnotations:
+    read = op.effect == Effect.READ
+    return ToolAnnotations(
+        title=op.name.replace("_", " ").capitalize(),
+        read_only_hint=read,
+        destructive_hint=False if read else is_destructive(op),
+        idempotent_hint=op.idempotent,
+        open_world_hint=False,
+    )
+
+
+def description(op: Operation) -> str:
+    scopes = ", ".join(sorted(op.scopes)) if op.scopes else "none (any valid API key)"
+    effect = {
+        Effect.READ: "read-only; changes nothing.",
+        Effect.WRITE: "changes the account's configuration; charges nothing.",
+        Effect.SPENDS_MONEY: "SPENDS MONEY from the wallet balance (never a card checkout). "
+        "Pass an idempotency_key: a retry with the same key never charges twice.",
+    }[op.effect]
+    parts = [op.summary, f"Scopes: {scopes}.", f"Effect: {effect}"]
+    if needs_max_total(op):
+        parts.append(
+            f"{MAX_TOTAL} is a price guard: if the call would charge more, nothing is charged and the "
+            "error states the current price."
+        )
+    elif spends_money(op):
+        parts.append(f"{EXPECTED_PRICE} is a price guard: a different current price charges nothing.")
+    return " ".join(parts)
+
+
+def argument_model(op: Operation) -> type[ArgModelBase]:
+    fields: dict[str, Any] = {}
+    forced = forced_arguments(op)
+    if op.input is not None:
+        for name, info in op.input.model_fields.items():
+            if name not in forced:
+                fields[name] = (info.annotation, info)
+    if spends_money(op) and "idempotency_key" in fields:
+        fields["idempotency_key"] = (
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="required for tools that spend: a retry with the same key never charges twice",
+            ),
+        )
+    if needs_max_total(op):
+        fields[MAX_TOTAL] = (
+            int,
+            Field(ge=0, description="the most this call may charge, in cents; above it nothing is charged"),
+        )
+    model_name = "".join(p.capitalize() for p in op.name.split("_")) + "Arguments"
+    return create_model(model_name, __base__=ToolArguments, **fields)
+
+
+def output_model(op: Operation) -> tuple[type[BaseModel] | None, str | None]:
+    """The structured-output model and, for RootModel outputs, the key the root value is wrapped under
+    (MCP structured content must be an object): `items` for lists, `result` otherwise."""
+    if op.output is None:
+        return None, None
+    if issubclass(op.output, RootModel):
+        root = op.output.model_fields["root"].annotation
+        key = "items" if getattr(root, "__origin__", None) is list else "result"
+        fields: dict[str, Any] = {key: (root, ...)}
+        return create_model(op.output.__name__ + "Result", __doc__=op.output.__doc__, **fields), key
+    return op.output, None
+
+
+def structured(result: Any, wrap_key: str | None) -> dict[str, Any]:
+    if isinstance(result, RootModel):
+        value = result.model_dump(mode="json")
+        return {wrap_key or "result": value}
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    return {"result": result}
+
+
+def error_result(exc: DomainError) -> CallToolResult:
+    text = f"{exc.code}: {exc.message}"
+    details = {k: v for k, v in exc.extra.items() if k != "errors"}
+    if exc.code == "insufficient_balance" and "required_cents" in details and "balance_cents" in details:
+        details["missing_cents"] = int(details["required_cents"]) - int(details["balance_cents"])
+    if details:
+        text += " (" + ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in details.items()) + ")"
+    if exc.code in HINTS:
+        text += ". " + HINTS[exc.code]
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def validation_result(exc: ValidationError) -> CallToolResult:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+    )
+    text = f"validation_error: the arguments are not valid: {problems}. Nothing was done."
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def caller_from(context: MCPContext[Any, Any]) -> Caller:
+    """The Caller for this HTTP request: the principal the API-key gate authenticated (same
+    `authenticate()` as REST), the client IP and user agent, channel "mcp"."""
+    request = context.request_context.request
+    scope: dict[str, Any] = getattr(request, "scope", {}) or {}
+    principal: KeyPrincipal | None = (scope.get("state") or {}).get(PRINCIPAL)
+    client = scope.get("client")
+    ip = client[0] if client else ""
+    if principal is None:
+        return Caller.anonymous(ip, channel="mcp")
+    headers = context.headers or {}
+    return Caller(
+        customer_id=principal.customer_id,
+        key_id=principal.key_id,
+        scopes=principal.scopes,
+        client_ip=ip,
+        channel="mcp",
+        user_agent=headers.get("user-agent", ""),
+    )
+
+
+def build_tool(platform: Platform, op: Operation) -> Tool:
+    args_model = argument_model(op)
+    out_model, wrap_key = output_model(op)
+    forced = forced_arguments(op)
+
+    async def run(mcp_context: MCPContext[Any, Any], **arguments: Any) -> CallToolResult:
+        caller = caller_from(mcp_context)
+        max_total = arguments.pop(MAX_TOTAL, None)
+        data = None
+        try:
+            if op.input is not None:
+                values = {k: v for k, v in arguments.items() if k in op.input.model_fields}
+                data = op.input.model_validate({**values, **forced})
+            result = await invoke(platform, op, caller, data, max_total_cents=max_total)
+        except DomainError as exc:
+            return error_result(exc)
+        except ValidationError as exc:
+            return validation_result(exc)
+        if op.output is None:
+            return CallToolResult(content=[TextContent(type="text", text=f"ok: {op.name} done")])
+        content = structured(result, wrap_key)
+        text = json.dumps(content, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=content)
+
+    run.__name__ = op.name
+    metadata = FuncMetadata(arg_model=args_model, output_model=out_model)
+    return Tool(
+        fn=run,
+        name=op.name,
+        title=tool_annotations(op).title,
+        description=description(op),
+        parameters=args_model.model_json_schema(by_alias=True),
+        fn_metadata=metadata,
+        is_async=True,
+        context_kwarg=CONTEXT_KWARG,
+        annotations=tool_annotations(op),
+        meta={"proxyplane/scopes": sorted(op.scopes), "proxyplane/effect": op.effect.value},
+    )
+
+
+def served_operations(registry: dict[str, Operation]) -> list[Operation]:
+    """Operations served as tools: `mcp=True`, and a spending operation only with an idempotency_key."""
+    ops = []
+    for op in registry.values():
+        if not op.mcp:
+            continue
+        if spends_money(op) and not op.takes_idempotency_key:
+            log.warning(
+                "operation %s spends money but takes no idempotency_key: not served over MCP", op.name
+            )
+            continue
+        ops.append(op)
+    return ops
+
+
+def build_tools(platform: Platform, registry: dict[str, Operation]) -> list[Tool]:
+    return [build_tool(platform, op) for op in served_operations(registry)]

@@ -1,0 +1,1 @@
+"""Operations agents need to orient themselves (also on REST): who am I, from which IP."""
