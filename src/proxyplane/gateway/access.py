@@ -144,8 +144,10 @@ class AuthError(Exception):
 
 def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
                  login: str | None, password: str | None) -> Grant:
-    """Credentials if given, else the client-IP whitelist. ``static_ip`` is the listen IP on a static
-    listener, None on the rotating gateway. Raises AuthError (UsernameError for bad username options)."""
+    """Credentials if given, else the client-IP whitelist (``client_ip`` is only read then).
+
+    ``static_ip`` is the listen IP on a static listener, None on the rotating gateway.
+    Raises AuthError (UsernameError for bad username options)."""
     if login is None or password is None:
         entry = access.by_client_ip(static_ip, client_ip)
         if entry is None:

@@ -74,8 +74,6 @@ class HttpProxyConnection(asyncio.Protocol):
         self.static = static
         self.tls = tls
         self.transport: asyncio.Transport | None = None
-        self.listen_ip = ""
-        self.client_ip = ""
         self.static_ip: str | None = None
         self.parser = HttpRequestParser()
         self.service_id: str | None = None  # the service whose connection slot this connection holds
@@ -100,11 +98,20 @@ class HttpProxyConnection(asyncio.Protocol):
         self.task: asyncio.Task[None] | None = None
 
     # -- client transport callbacks --
+    @property
+    def listen_ip(self) -> str:
+        assert self.transport is not None
+        return str(self.transport.get_extra_info("sockname")[0])
+
+    @property
+    def client_ip(self) -> str:  # only looked up when needed (whitelist auth, UDP): a syscall each
+        assert self.transport is not None
+        return str(self.transport.get_extra_info("peername")[0])
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
-        self.listen_ip = transport.get_extra_info("sockname")[0]
-        self.client_ip = transport.get_extra_info("peername")[0]
-        self.static_ip = self.listen_ip if self.static else None
+        if self.static:
+            self.static_ip = self.listen_ip
         self.last_active = asyncio.get_running_loop().time()
 
     def data_received(self, data: bytes) -> None:
@@ -204,7 +211,7 @@ class HttpProxyConnection(asyncio.Protocol):
             if auth is None:
                 grant = authenticate(ctx.access, self.static_ip, self.client_ip, None, None)
             else:
-                grant = authenticate(ctx.access, self.static_ip, self.client_ip, auth.login, auth.password)
+                grant = authenticate(ctx.access, self.static_ip, "", auth.login, auth.password)
         except UsernameError as exc:
             ctx.error(None, host, "username")
             self.reply_and_close(auth_required(str(exc)))

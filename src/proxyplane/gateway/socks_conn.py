@@ -24,8 +24,6 @@ class Socks5Connection(asyncio.Protocol):
         self.static = static
         self.transport: asyncio.Transport | None = None
         self.parser = socks5.Socks5Parser()
-        self.listen_ip = ""
-        self.client_ip = ""
         self.static_ip: str | None = None
         self.grant: Grant | None = None
         self.slot: str | None = None
@@ -35,11 +33,20 @@ class Socks5Connection(asyncio.Protocol):
         self.udp: UdpAssociation | None = None
         self.timer: asyncio.TimerHandle | None = None
 
+    @property
+    def listen_ip(self) -> str:
+        assert self.transport is not None
+        return str(self.transport.get_extra_info("sockname")[0])
+
+    @property
+    def client_ip(self) -> str:  # only looked up when needed (whitelist auth, UDP): a syscall each
+        assert self.transport is not None
+        return str(self.transport.get_extra_info("peername")[0])
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
-        self.listen_ip = transport.get_extra_info("sockname")[0]
-        self.client_ip = transport.get_extra_info("peername")[0]
-        self.static_ip = self.listen_ip if self.static else None
+        if self.static:
+            self.static_ip = self.listen_ip
         loop = asyncio.get_running_loop()
         self.timer = loop.call_later(self.ctx.settings.handshake_timeout, self.handshake_timeout)
 
@@ -89,7 +96,7 @@ class Socks5Connection(asyncio.Protocol):
 
     def on_userpass(self, login: str, password: str) -> None:
         try:
-            self.grant = authenticate(self.ctx.access, self.static_ip, self.client_ip, login, password)
+            self.grant = authenticate(self.ctx.access, self.static_ip, "", login, password)
         except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
             self.ctx.error(None, "", getattr(exc, "reason", "username") if isinstance(exc, AuthError)
                            else "username")
@@ -218,6 +225,7 @@ class UdpAssociation:
         self.ctx = conn.ctx
         self.service_id = service_id
         self.exit_ip = exit_ip
+        self.client_ip = conn.client_ip
         self.client_side: asyncio.DatagramTransport | None = None
         self.exit_side: asyncio.DatagramTransport | None = None
         self.client_addr: tuple[str, int] | None = None
@@ -239,7 +247,7 @@ class UdpAssociation:
         return flow
 
     def from_client(self, data: bytes, addr: tuple) -> None:
-        if addr[0] != self.conn.client_ip or self.exit_side is None:
+        if addr[0] != self.client_ip or self.exit_side is None:
             return
         if self.client_addr is None:
             self.client_addr = (addr[0], addr[1])

@@ -40,31 +40,31 @@ async def open_connection(factory: Callable[[], P], exit_ip: str, host: str, por
     """Connect to host:port from ``exit_ip`` (DNS names resolved here, in the exit IP's family)."""
     loop = asyncio.get_running_loop()
     family = socket.AF_INET6 if ":" in exit_ip else socket.AF_INET
+    task = asyncio.current_task()
+    timer = loop.call_later(timeout, task.cancel) if task is not None else None
     try:
-        async with asyncio.timeout(timeout):
-            addr = host
-            if literal_family(host) is None:
-                infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
-                if not infos:
-                    raise socket.gaierror("no address")
-                addr = str(infos[0][4][0])
-            transport, protocol = await loop.create_connection(factory, addr, port, local_addr=(exit_ip, 0))
+        addr = host
+        if literal_family(host) is None:
+            infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+            if not infos:
+                raise socket.gaierror("no address")
+            addr = str(infos[0][4][0])
+        # TCP_NODELAY is set by asyncio and uvloop on every TCP transport already
+        transport, protocol = await loop.create_connection(factory, addr, port, local_addr=(exit_ip, 0))
+    except asyncio.CancelledError as exc:
+        if timer is None or loop.time() < timer.when():
+            raise  # cancelled from outside, not our timeout
+        raise UpstreamError(f"timeout connecting to {host}:{port}", 504, 4, "timeout") from exc
     except socket.gaierror as exc:
         raise UpstreamError(f"cannot resolve {host}", 502, 4, "dns") from exc
-    except TimeoutError as exc:
-        raise UpstreamError(f"timeout connecting to {host}:{port}", 504, 4, "timeout") from exc
     except ConnectionRefusedError as exc:
         raise UpstreamError(f"{host}:{port} refused the connection", 502, 5, "refused") from exc
     except OSError as exc:
         raise UpstreamError(f"cannot connect to {host}:{port}", 502, 3, "connect") from exc
-    transport = cast(asyncio.Transport, transport)
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-    return transport, protocol
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return cast(asyncio.Transport, transport), protocol
 
 
 class Pooled(Protocol):
