@@ -13,10 +13,11 @@ from proxyplane.storage.migrate import upgrade
 
 def serve_all(settings: Settings) -> None:
     asyncio.run(upgrade(settings.resolved_database_url()))
+    asyncio.run(_seed_if_empty(settings.resolved_database_url()))
     from proxyplane.adapters.rest.app import create_app
 
     platform = Platform(settings)
-    app = create_app(platform)
+    app = create_app(platform, lifespan_parts=_jobs(platform))
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
     print(
@@ -27,3 +28,27 @@ def serve_all(settings: Settings) -> None:
         app, host=settings.api_host, port=settings.api_port, log_level="info", proxy_headers=False
     )
     uvicorn.Server(config).run()
+
+
+async def _seed_if_empty(url: str) -> None:
+    """First start: seed the demo stock and catalog (loopback IPs) when the database has no stock."""
+    from proxyplane.domains.stock.seed import seed_demo
+    from proxyplane.domains.stock.service import has_stock
+    from proxyplane.storage.engine import Database
+
+    db = Database(url)
+    try:
+        async with db.unit_of_work(write=True) as uow:
+            if not await has_stock(uow.session):
+                added = await seed_demo(uow.session)
+                await uow.commit()
+                print(f"seeded demo stock: {added['ips']} IPs, {added['products']} products", flush=True)
+    finally:
+        await db.dispose()
+
+
+def _jobs(platform: Platform) -> list[object]:
+    """The webhook outbox worker runs inside serve unless PROXYPLANE_WORKER_IN_SERVE=false."""
+    from proxyplane.jobs.worker import worker_task
+
+    return [worker_task(platform)] if platform.settings.worker_in_serve else []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -10,9 +12,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import KycRequired, NotFound, ValidationFailed
 from proxyplane.domains.accounts.service import get_customer
+from proxyplane.domains.events.wallet import deposit_failed
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.processors.base import PaymentEvent, PaymentProcessor
 from proxyplane.storage.models import Deposit
+
+
+# Extension point: other domains react to a deposit leaving `pending` (e.g. an order's checkout).
+# A hook runs in the same transaction, only in the one that moved the deposit, after the wallet credit.
+# It may return a service id whose entitlements changed; those are collected in
+# session.info["entitlements_changed"] for the adapter to signal after commit.
+SettlementHook = Callable[[AsyncSession, Deposit], Awaitable[Any]]
+SETTLEMENT_HOOKS: list[SettlementHook] = []
+
+
+def on_deposit_settled(hook: SettlementHook) -> SettlementHook:
+    if hook not in SETTLEMENT_HOOKS:
+        SETTLEMENT_HOOKS.append(hook)
+    return hook
 
 
 def find_method(processor: PaymentProcessor, method: str) -> tuple[str, bool]:
@@ -100,5 +117,12 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
             f"Top-up via {deposit.payment_method} ({deposit.processor})",
             deposit_id=deposit.id,
         )
+    if moved.rowcount == 1 and new_status == "failed":  # type: ignore[attr-defined]
+        await deposit_failed(session, deposit)
     await session.refresh(deposit)
+    if moved.rowcount == 1:  # type: ignore[attr-defined]
+        for hook in SETTLEMENT_HOOKS:
+            changed = await hook(session, deposit)
+            if changed is not None:
+                session.info.setdefault("entitlements_changed", []).append(changed)
     return deposit

@@ -1,0 +1,144 @@
+"""The embedded demo: a stock on loopback addresses and a few catalog products, so that a new install
+can sell (and really use) proxies on one machine. `seed_demo` is idempotent: it adds only what is
+missing (IPs by address, products by name)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.domains.stock.service import StockLine, add_ips, expand_range
+from proxyplane.storage.models import CatalogProduct
+
+# (pool, network, [(maxmind country, ripe country, how many)]); the rest of the block goes to the last
+DEMO_STOCK: list[tuple[str, str, list[tuple[str, str, int]]]] = [
+    (
+        "proxy_datacenter",
+        "127.0.1.0/24",
+        [
+            ("US", "US", 70),
+            ("US", "CA", 10),
+            ("DE", "DE", 50),
+            ("NL", "NL", 35),
+            ("NL", "DE", 5),
+            ("GB", "GB", 40),
+            ("FR", "FR", 44),
+        ],
+    ),
+    (
+        "proxy_isp",
+        "127.0.2.0/24",
+        [("US", "US", 90), ("GB", "GB", 60), ("DE", "DE", 50), ("DE", "AT", 10), ("JP", "JP", 44)],
+    ),
+    (
+        "proxy_personal",
+        "127.0.3.0/24",
+        [("US", "US", 100), ("DE", "DE", 60), ("GB", "GB", 50), ("SG", "SG", 30), ("SG", "MY", 14)],
+    ),
+]
+
+DEMO_GATEWAY = {"host": "127.0.0.1", "http_port": 8080, "https_port": 8443, "socks5_port": 1080}
+
+DEMO_PRODUCTS: list[dict[str, Any]] = [
+    {
+        "name": "Datacenter starter: 10 IPs",
+        "description": "10 shared datacenter IPs in one country of your choice, 1 month.",
+        "kind": "proxy_datacenter",
+        "price_cents": 130,
+        "period_months": 1,
+        "max_connections": 500,
+        "parameters_schema": {
+            "type": "object",
+            "properties": {"country": {"type": "string", "enum": ["US", "DE", "NL", "GB", "FR"]}},
+            "required": ["country"],
+        },
+        "config": {"ip_count": 10, "geo_source": "maxmind"},
+        "sort_order": 10,
+    },
+    {
+        "name": "ISP pack: 5 US IPs",
+        "description": "5 shared ISP IPs in the United States, 1 month.",
+        "kind": "proxy_isp",
+        "price_cents": 300,
+        "period_months": 1,
+        "max_connections": 500,
+        "parameters_schema": {"type": "object", "properties": {}},
+        "config": {"ip_count": 5, "country": "US", "geo_source": "maxmind"},
+        "sort_order": 20,
+    },
+    {
+        "name": "Dedicated IP",
+        "description": "One dedicated (personal) IPv4 in the United States, 1 month.",
+        "kind": "proxy_personal",
+        "price_cents": 300,
+        "period_months": 1,
+        "max_connections": 200,
+        "parameters_schema": {"type": "object", "properties": {}},
+        "config": {"ip_count": 1, "country": "US", "geo_source": "maxmind"},
+        "sort_order": 30,
+    },
+    {
+        "name": "Rotating datacenter: 10 GB",
+        "description": "Rotating gateway over the datacenter pool; 10 GB of traffic a month.",
+        "kind": "proxy_rotating",
+        "price_cents": 500,
+        "period_months": 1,
+        "max_connections": 100,
+        "parameters_schema": {"type": "object", "properties": {}},
+        "config": {
+            "plan": "bandwidth",
+            "quota_bytes": 10 * 1024**3,
+            "exit_pool": "proxy_datacenter",
+            "gateway": DEMO_GATEWAY,
+        },
+        "sort_order": 40,
+    },
+    {
+        "name": "Rotating ISP: 100k requests",
+        "description": "Rotating gateway over the ISP pool; 100,000 requests a month.",
+        "kind": "proxy_rotating",
+        "price_cents": 400,
+        "period_months": 1,
+        "max_connections": 100,
+        "parameters_schema": {"type": "object", "properties": {}},
+        "config": {
+            "plan": "requests",
+            "quota_requests": 100_000,
+            "exit_pool": "proxy_isp",
+            "gateway": DEMO_GATEWAY,
+        },
+        "sort_order": 50,
+    },
+]
+
+
+def demo_stock_lines() -> list[tuple[str, list[StockLine]]]:
+    out = []
+    for pool, network, plan in DEMO_STOCK:
+        hosts = expand_range(network)
+        lines: list[StockLine] = []
+        i = 0
+        for n, (mm, ripe, count) in enumerate(plan):
+            take = count if n < len(plan) - 1 else len(hosts) - i
+            lines.extend(StockLine(h, mm, ripe) for h in hosts[i : i + take])
+            i += take
+        out.append((pool, lines))
+    return out
+
+
+async def seed_demo(session: AsyncSession) -> dict[str, int]:
+    """Add the demo stock and products that are missing. Returns counts of what was added."""
+    added_ips = 0
+    for pool, lines in demo_stock_lines():
+        added, _ = await add_ips(session, pool, lines, reactivate=False)
+        added_ips += added
+    names = set((await session.execute(select(CatalogProduct.name))).scalars())
+    added_products = 0
+    for spec in DEMO_PRODUCTS:
+        if spec["name"] not in names:
+            session.add(CatalogProduct(**spec))
+            added_products += 1
+    await session.flush()
+    return {"ips": added_ips, "products": added_products}

@@ -1,0 +1,273 @@
+"""Stock queries and the atomic allocation of exit IPs.
+
+Allocation never oversells: each IP taken is incremented with a conditional
+`UPDATE stock_ips SET assigned_count = assigned_count + 1 WHERE id = :id AND assigned_count < capacity`
+(the CHECK constraint `assigned_count <= capacity` backs it up). On PostgreSQL the candidates are first
+locked with `SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent orders take different rows instead of
+queueing on the same ones; on SQLite the writing unit of work runs under BEGIN IMMEDIATE (one writer).
+A service never gets the same IP twice (unique (service_id, ip_id)).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import ValidationFailed
+from proxyplane.domains.stock.countries import normalize_country
+from proxyplane.storage.models import ServiceIp, StockIp
+from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
+
+# default sharing: how many services may use one IP of each pool
+DEFAULT_CAPACITY: dict[str, int] = {"proxy_datacenter": 5, "proxy_isp": 3, "proxy_personal": 1}
+
+
+class OutOfStock(ValidationFailed):
+    code = "insufficient_stock"
+
+
+def check_pool(product_kind: str, geo_source: str = "maxmind") -> None:
+    if product_kind not in POOL_KINDS:
+        raise ValidationFailed(
+            f"unknown product_kind {product_kind!r}; expected one of {', '.join(POOL_KINDS)}",
+            field="product_kind",
+        )
+    if geo_source not in GEO_SOURCES:
+        raise ValidationFailed(
+            f"unknown geo_source {geo_source!r}; expected one of {', '.join(GEO_SOURCES)}",
+            field="geo_source",
+        )
+
+
+def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
+    return StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
+
+
+async def availability(session: AsyncSession, product_kind: str, geo_source: str) -> dict[str, int]:
+    """{country: IPs that can take one more service} for a pool, by a geo source."""
+    col = _country_col(geo_source)
+    rows = await session.execute(
+        select(col, func.count())
+        .where(
+            StockIp.product_kind == product_kind,
+            StockIp.retired_at.is_(None),
+            StockIp.assigned_count < StockIp.capacity,
+        )
+        .group_by(col)
+    )
+    return {country: int(n) for country, n in rows.all()}
+
+
+async def has_stock(session: AsyncSession) -> bool:
+    return (await session.scalar(select(func.count()).select_from(StockIp))) != 0
+
+
+@dataclass(frozen=True)
+class Allocated:
+    ip_id: int
+    address: str
+    port: int | None
+    country: str
+
+
+async def allocate(
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    product_kind: str,
+    geo_source: str,
+    segments: Sequence[tuple[str, int]],
+    *,
+    postgres: bool,
+) -> list[Allocated]:
+    """Take `count` IPs per (country, count) for the service, or raise OutOfStock (the caller's
+    transaction then rolls back everything, including any increments already made)."""
+    col = _country_col(geo_source)
+    taken: list[Allocated] = []
+    for country, count in segments:
+        got = 0
+        exclude: set[int] = {a.ip_id for a in taken}
+        while got < count:
+            q = (
+                select(StockIp.id, StockIp.address, StockIp.port)
+                .where(
+                    StockIp.product_kind == product_kind,
+                    col == country,
+                    StockIp.retired_at.is_(None),
+                    StockIp.assigned_count < StockIp.capacity,
+                )
+                .order_by(StockIp.assigned_count, StockIp.id)
+                .limit(count - got)
+            )
+            if exclude:
+                q = q.where(StockIp.id.not_in(exclude))
+            if postgres:
+                q = q.with_for_update(skip_locked=True)
+            candidates = (await session.execute(q)).all()
+            if not candidates:
+                raise OutOfStock(
+                    f"not enough {product_kind} IPs in stock in {country} ({geo_source}): {count} requested",
+                    country=country,
+                )
+            for ip_id, address, port in candidates:
+                exclude.add(ip_id)
+                moved = await session.execute(
+                    update(StockIp)
+                    .where(StockIp.id == ip_id, StockIp.assigned_count < StockIp.capacity)
+                    .values(assigned_count=StockIp.assigned_count + 1)
+                )
+                if moved.rowcount != 1:  # type: ignore[attr-defined]
+                    continue  # taken meanwhile: try another
+                a = Allocated(ip_id, address, port, country)
+                taken.append(a)
+                session.add(
+                    ServiceIp(service_id=service_id, ip_id=ip_id, address=address, port=port, country=country)
+                )
+                got += 1
+                if got == count:
+                    break
+    await session.flush()
+    return taken
+
+
+async def release(session: AsyncSession, service_id: uuid.UUID) -> int:
+    """Free every live IP of a service (idempotent). Returns how many were freed."""
+    rows = (
+        (
+            await session.execute(
+                select(ServiceIp).where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
+            )
+        )
+        .scalars()
+        .all()
+    )
+    now = utcnow()
+    for row in rows:
+        row.released_at = now
+        await session.execute(
+            update(StockIp)
+            .where(StockIp.id == row.ip_id, StockIp.assigned_count > 0)
+            .values(assigned_count=StockIp.assigned_count - 1)
+        )
+    await session.flush()
+    return len(rows)
+
+
+# --- operator: import, add a range, retire ------------------------------------------------------
+
+
+def parse_ipv4(text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(text.strip()))
+    except ValueError as exc:
+        raise ValueError(f"not an IPv4 address: {text!r}") from exc
+
+
+def expand_range(spec: str) -> list[str]:
+    """`127.0.1.0/24` (usable hosts of the network, or every address of a /31 or /32) or
+    `127.0.1.10-127.0.1.20` (inclusive)."""
+    spec = spec.strip()
+    if "-" in spec:
+        lo, hi = (ipaddress.IPv4Address(p.strip()) for p in spec.split("-", 1))
+        if hi < lo:
+            raise ValueError(f"empty range {spec!r}")
+        if int(hi) - int(lo) >= 65536:
+            raise ValueError("a range may hold at most 65536 addresses")
+        return [str(ipaddress.IPv4Address(i)) for i in range(int(lo), int(hi) + 1)]
+    net = ipaddress.IPv4Network(spec, strict=False)
+    if net.num_addresses > 65536:
+        raise ValueError("a range may hold at most 65536 addresses")
+    hosts = list(net.hosts()) if net.prefixlen < 31 else list(net)
+    return [str(h) for h in hosts]
+
+
+@dataclass(frozen=True)
+class StockLine:
+    address: str
+    country_maxmind: str
+    country_ripe: str
+
+
+async def add_ips(
+    session: AsyncSession,
+    product_kind: str,
+    lines: Iterable[StockLine],
+    *,
+    capacity: int | None = None,
+    port: int | None = None,
+    reactivate: bool = True,
+) -> tuple[int, int]:
+    """Add IPs to a pool; (added, skipped because already present). A retired IP that is added again
+    is reactivated in the given pool."""
+    check_pool(product_kind)
+    cap = DEFAULT_CAPACITY[product_kind] if capacity is None else capacity
+    if product_kind == "proxy_personal":
+        cap = 1  # dedicated: exactly one service
+    if cap < 1:
+        raise ValueError("capacity must be at least 1")
+    added = skipped = 0
+    for line in lines:
+        address = parse_ipv4(line.address)
+        mm, ripe = normalize_country(line.country_maxmind), normalize_country(line.country_ripe)
+        existing = (
+            await session.execute(select(StockIp).where(StockIp.address == address))
+        ).scalar_one_or_none()
+        if existing is not None:
+            if reactivate and existing.retired_at is not None and existing.assigned_count == 0:
+                existing.retired_at = None
+                existing.product_kind, existing.capacity, existing.port = product_kind, cap, port
+                existing.country_maxmind, existing.country_ripe = mm, ripe
+                added += 1
+            else:
+                skipped += 1
+            continue
+        session.add(
+            StockIp(
+                address=address,
+                product_kind=product_kind,
+                country_maxmind=mm,
+                country_ripe=ripe,
+                capacity=cap,
+                assigned_count=0,
+                port=port,
+            )
+        )
+        added += 1
+    await session.flush()
+    return added, skipped
+
+
+async def retire_ips(session: AsyncSession, addresses: Iterable[str]) -> int:
+    """Stop selling these IPs (services holding them keep them until they end). Idempotent."""
+    wanted = [parse_ipv4(a) for a in addresses]
+    if not wanted:
+        return 0
+    result = await session.execute(
+        update(StockIp)
+        .where(StockIp.address.in_(wanted), StockIp.retired_at.is_(None))
+        .values(retired_at=utcnow())
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def pool_summary(session: AsyncSession) -> list[dict[str, object]]:
+    rows = await session.execute(
+        select(
+            StockIp.product_kind,
+            func.count(),
+            func.sum(StockIp.capacity),
+            func.sum(StockIp.assigned_count),
+        )
+        .where(StockIp.retired_at.is_(None))
+        .group_by(StockIp.product_kind)
+        .order_by(StockIp.product_kind)
+    )
+    return [
+        {"product_kind": k, "ips": int(n), "slots": int(cap or 0), "assigned": int(used or 0)}
+        for k, n, cap, used in rows.all()
+    ]
