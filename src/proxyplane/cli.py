@@ -106,3 +106,6 @@ def echo_json(data: Any) -> None:
 
 
 from proxyplane import admin_cli  # noqa: E402,F401  (registers the admin sub-commands)
+
+# isort: split
+from proxyplane import admin_stock_cli  # noqa: E402,F401  (admin stock/product/price)
