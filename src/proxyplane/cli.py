@@ -105,7 +105,7 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
 
-from proxyplane import admin_cli  # noqa: E402,F401  (registers the admin sub-commands)
+from proxyplane import admin_cli, admin_tickets_cli, worker_cli  # noqa: E402,F401  (register sub-commands)
 
 # isort: split
 from proxyplane import admin_stock_cli  # noqa: E402,F401  (admin stock/product/price)

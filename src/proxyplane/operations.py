@@ -4,9 +4,12 @@ from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
+from proxyplane.domains.events import ops as _events  # noqa: F401
 from proxyplane.domains.orders import ops as _orders  # noqa: F401
 from proxyplane.domains.services import ops as _services  # noqa: F401
+from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
 from proxyplane.domains.wallet import ops as _wallet  # noqa: F401
+from proxyplane.domains.webhooks import ops as _webhooks  # noqa: F401
 from proxyplane.ops import REGISTRY
 
 __all__ = ["REGISTRY"]

@@ -17,7 +17,7 @@ def serve_all(settings: Settings) -> None:
     from proxyplane.adapters.rest.app import create_app
 
     platform = Platform(settings)
-    app = create_app(platform)
+    app = create_app(platform, lifespan_parts=_jobs(platform))
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
     print(
@@ -45,3 +45,10 @@ async def _seed_if_empty(url: str) -> None:
                 print(f"seeded demo stock: {added['ips']} IPs, {added['products']} products", flush=True)
     finally:
         await db.dispose()
+
+
+def _jobs(platform: Platform) -> list[object]:
+    """The webhook outbox worker runs inside serve unless PROXYPLANE_WORKER_IN_SERVE=false."""
+    from proxyplane.jobs.worker import worker_task
+
+    return [worker_task(platform)] if platform.settings.worker_in_serve else []

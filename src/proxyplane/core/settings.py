@@ -24,6 +24,16 @@ class Settings(BaseSettings):
     stripe_webhook_secret: str = ""
     min_deposit_cents: int = 500
     max_deposit_cents: int = 1_000_000
+    # webhooks (see docs/decisions.md "Webhooks, events and tickets")
+    webhooks_allow_http_loopback: bool = False  # development only: http:// and loopback targets allowed
+    webhook_timeout_seconds: float = 10.0
+    webhook_max_attempts: int = 20
+    webhook_retry_base_seconds: float = 5.0
+    webhook_retry_max_seconds: float = 3600.0
+    webhook_disable_after_failures: int = 15
+    webhook_disable_after_seconds: float = 86400.0
+    worker_poll_seconds: float = 1.0
+    worker_in_serve: bool = True
 
     def resolved_database_url(self) -> str:
         url = self.database_url or os.environ.get("DATABASE_URL", "")

@@ -13,6 +13,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Forbidden, NotFound, ValidationFailed
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.core.security import API_KEY_PREFIX, hash_api_key, new_api_key
+from proxyplane.domains.events.service import emit
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models import ApiKey, Customer
 
@@ -59,6 +60,7 @@ async def create_key(
     )
     session.add(key)
     await session.flush()
+    await emit(session, customer_id, "api_key.created", _key_data(key))
     return key, raw
 
 
@@ -78,6 +80,7 @@ async def revoke_key(session: AsyncSession, customer_id: int, key_id: uuid.UUID)
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         await session.flush()
+        await emit(session, customer_id, "api_key.revoked", _key_data(key))
     return key
 
 
@@ -116,6 +119,10 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
             )
             await uow.commit()
     return KeyPrincipal(key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes))
+
+
+def _key_data(key: ApiKey) -> dict[str, object]:
+    return {"key_id": str(key.id), "name": key.name, "scopes": list(key.scopes), "prefix": key.prefix}
 
 
 def _needs_touch(last_at: datetime | None, last_ip: str | None, ip: str, now: datetime) -> bool:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import KycRequired, NotFound, ValidationFailed
 from proxyplane.domains.accounts.service import get_customer
+from proxyplane.domains.events.wallet import deposit_failed
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.processors.base import PaymentEvent, PaymentProcessor
 from proxyplane.storage.models import Deposit
@@ -116,6 +117,8 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
             f"Top-up via {deposit.payment_method} ({deposit.processor})",
             deposit_id=deposit.id,
         )
+    if moved.rowcount == 1 and new_status == "failed":  # type: ignore[attr-defined]
+        await deposit_failed(session, deposit)
     await session.refresh(deposit)
     if moved.rowcount == 1:  # type: ignore[attr-defined]
         for hook in SETTLEMENT_HOOKS:

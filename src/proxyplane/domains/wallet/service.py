@@ -9,6 +9,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
+from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.storage.models import LedgerEntry, Wallet
 
 # session.info key: cents debited in this transaction (invoke() checks an optional price guard before commit)
@@ -116,6 +117,7 @@ async def _append(
     )
     session.add(entry)
     await session.flush()
+    await ledger_entry_added(session, entry)
     return entry
 
 

@@ -11,6 +11,14 @@ from proxyplane.storage.models.services import (
 )
 from proxyplane.storage.models.stock import StockIp
 from proxyplane.storage.models.wallet import Deposit, IdempotencyRecord, LedgerEntry, LoginEvent, Wallet
+from proxyplane.storage.models.webhooks import (
+    Event,
+    NotificationSettings,
+    Ticket,
+    TicketMessage,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 
 __all__ = [
     "ApiKey",
@@ -27,4 +35,10 @@ __all__ = [
     "ServiceWhitelist",
     "StockIp",
     "Wallet",
+    "Event",
+    "NotificationSettings",
+    "Ticket",
+    "TicketMessage",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

@@ -1,0 +1,31 @@
+"""Every event type a customer can subscribe to (listed live by GET /customer/webhooks/events)."""
+
+from __future__ import annotations
+
+EVENT_TYPES: dict[str, str] = {
+    "order.created": "An order was placed (before payment completes when a checkout remainder is due).",
+    "order.paid": "An order was paid in full and its service is being provisioned.",
+    "service.activated": "A service became active: its proxies are usable.",
+    "service.renewed": "A service was renewed for another term.",
+    "service.renewal_failed": "An automatic renewal could not be paid (for example insufficient balance).",
+    "service.suspended": "A service was suspended.",
+    "service.expiring_soon": "A service ends soon and will not renew automatically.",
+    "service.expired": "A service reached the end of its term and stopped.",
+    "service.cancelled": "A service was cancelled (with any pro-rata refund in the payload).",
+    "service.ips_added": "IPs were added to a service.",
+    "service.ips_replaced": "IPs of a service were refreshed; the payload carries old and new IPs.",
+    "addon.activated": "An add-on was purchased and is active.",
+    "addon.cancelled": "An add-on was cancelled.",
+    "wallet.credited": "The wallet was credited (confirmed top-up, refund or adjustment).",
+    "wallet.balance_low": "A debit took the wallet balance below the customer's threshold.",
+    "deposit.failed": "A top-up failed at the payment processor; nothing was credited.",
+    "ticket.replied": "Support replied to one of your tickets.",
+    "api_key.created": "An API key was created (the secret is never sent).",
+    "api_key.revoked": "An API key was revoked.",
+    "webhook_endpoint.disabled": "A webhook endpoint kept failing and was disabled.",
+    "webhook.test": "A test event sent on request to one endpoint.",
+}
+
+
+def describe() -> list[dict[str, str]]:
+    return [{"type": name, "description": text} for name, text in EVENT_TYPES.items()]

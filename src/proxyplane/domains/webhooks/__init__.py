@@ -1,0 +1,1 @@
+"""Webhook endpoints, their deliveries, test events and redelivery (scope `webhooks`)."""

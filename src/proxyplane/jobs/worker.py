@@ -1,0 +1,48 @@
+"""Running the jobs: as an async task inside `proxyplane serve`, or on its own as `proxyplane worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator
+
+from proxyplane.core.settings import Settings
+from proxyplane.jobs.webhooks import WebhookWorker
+from proxyplane.platform import Platform
+
+
+@contextlib.asynccontextmanager
+async def worker_task(platform: Platform) -> AsyncIterator[WebhookWorker]:
+    """An app lifespan part: runs the webhook worker in the background until shutdown."""
+    worker = WebhookWorker(platform)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run_forever(stop), name="webhook-worker")
+    try:
+        yield worker
+    finally:
+        stop.set()
+        try:
+            await asyncio.wait_for(task, platform.settings.webhook_timeout_seconds + 5)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+        await worker.close()
+
+
+async def run_worker(settings: Settings) -> None:
+    """`proxyplane worker`: migrate, then deliver until SIGINT/SIGTERM."""
+    from proxyplane.storage.migrate import upgrade
+
+    await upgrade(settings.resolved_database_url())
+    platform = Platform(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    worker = WebhookWorker(platform)
+    try:
+        await worker.run_forever(stop)
+    finally:
+        await worker.close()
+        await platform.close()
