@@ -27,16 +27,24 @@ def cli(database_url: str, tmp_path, monkeypatch: pytest.MonkeyPatch):
 
 def test_customer_key_wallet_kyc_discount(cli) -> None:
     email = unique_email()
-    code, out, _ = cli("admin", "customer", "create", "--email", email, "--password", "s3cret-pass", "--name", "Ana")
+    code, out, _ = cli(
+        "admin", "customer", "create", "--email", email, "--password", "s3cret-pass", "--name", "Ana"
+    )
     assert code == 0 and json.loads(out)["email"] == email
-    code, out, _ = cli("admin", "key", "create", "--email", email, "--name", "ops", "--scopes", "wallet:read,usage:read")
+    code, out, _ = cli(
+        "admin", "key", "create", "--email", email, "--name", "ops", "--scopes", "wallet:read,usage:read"
+    )
     key = json.loads(out)
     assert code == 0 and key["secret"].startswith("ppk_") and key["scopes"] == ["usage:read", "wallet:read"]
-    code, out, _ = cli("admin", "wallet", "credit", "--email", email, "--cents", "1500", "--reason", "welcome")
+    code, out, _ = cli(
+        "admin", "wallet", "credit", "--email", email, "--cents", "1500", "--reason", "welcome"
+    )
     assert code == 0 and json.loads(out)["balance_cents"] == 1500
     code, out, _ = cli("admin", "wallet", "debit", "--email", email, "--cents", "500", "--reason", "fix")
     assert code == 0 and json.loads(out)["balance_cents"] == 1000
-    code, out, err = cli("admin", "wallet", "debit", "--email", email, "--cents", "5000", "--reason", "too much")
+    code, out, err = cli(
+        "admin", "wallet", "debit", "--email", email, "--cents", "5000", "--reason", "too much"
+    )
     assert code != 0 and "insufficient balance" in err
     code, out, _ = cli("admin", "kyc", "approve", "--email", email)
     assert code == 0 and json.loads(out)["kyc_verified"] is True
