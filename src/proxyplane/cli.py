@@ -109,3 +109,6 @@ from proxyplane import admin_cli, admin_tickets_cli, worker_cli  # noqa: E402,F4
 
 # isort: split
 from proxyplane import admin_stock_cli  # noqa: E402,F401  (admin stock/product/price)
+
+# isort: split
+from proxyplane import gateway_cli  # noqa: E402,F401  (proxyplane gateway)

@@ -6,8 +6,11 @@ from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
 from proxyplane.domains.events import ops as _events  # noqa: F401
 from proxyplane.domains.orders import ops as _orders  # noqa: F401
+from proxyplane.domains.proxy import ops as _proxy  # noqa: F401
+from proxyplane.domains.proxy import sticky_ops as _sticky  # noqa: F401
 from proxyplane.domains.services import ops as _services  # noqa: F401
 from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
+from proxyplane.domains.usage import ops as _usage  # noqa: F401
 from proxyplane.domains.wallet import ops as _wallet  # noqa: F401
 from proxyplane.domains.webhooks import ops as _webhooks  # noqa: F401
 from proxyplane.ops import REGISTRY

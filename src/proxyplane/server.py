@@ -17,7 +17,9 @@ def serve_all(settings: Settings) -> None:
     from proxyplane.adapters.rest.app import create_app
 
     platform = Platform(settings)
-    app = create_app(platform, lifespan_parts=_jobs(platform))
+    from proxyplane.gateway_cli import gateway_part
+
+    app = create_app(platform, lifespan_parts=[*_jobs(platform), gateway_part(platform)])
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
     print(

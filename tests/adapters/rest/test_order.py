@@ -164,7 +164,9 @@ async def test_without_use_balance_everything_at_checkout_and_declined_refunds(
     ).json()
     assert svc["status"] == "cancelled" and svc["ips"] == []
     countries = (await client.get("/api/v1/billing/countries")).json()["countries"]
-    assert {"code": "IS", "available_ips": 7}.items() <= next(c for c in countries if c["code"] == "IS").items()
+    assert {"code": "IS", "available_ips": 7}.items() <= next(
+        c for c in countries if c["code"] == "IS"
+    ).items()
 
 
 async def test_declined_checkout_refunds_wallet_part(

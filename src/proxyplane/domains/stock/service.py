@@ -2,9 +2,12 @@
 
 Allocation never oversells: each IP taken is incremented with a conditional
 `UPDATE stock_ips SET assigned_count = assigned_count + 1 WHERE id = :id AND assigned_count < capacity`
-(the CHECK constraint `assigned_count <= capacity` backs it up). On PostgreSQL the candidates are first
-locked with `SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent orders take different rows instead of
-queueing on the same ones; on SQLite the writing unit of work runs under BEGIN IMMEDIATE (one writer).
+(the CHECK constraint `assigned_count <= capacity` backs it up). On PostgreSQL the UPDATE row lock makes
+a concurrent order wait for the holder's commit and then re-check the condition; candidates are taken in
+one global order (segments by country, rows by id) so two orders never wait on each other in a cycle.
+(SKIP LOCKED was tried and dropped: with shared IPs it skipped rows that still had free slots and
+refused orders that fit.) On SQLite the writing unit of work runs under BEGIN IMMEDIATE (one writer),
+and candidates are the least-shared IPs first.
 A service never gets the same IP twice (unique (service_id, ip_id)).
 """
 
@@ -89,7 +92,8 @@ async def allocate(
     transaction then rolls back everything, including any increments already made)."""
     col = _country_col(geo_source)
     taken: list[Allocated] = []
-    for country, count in segments:
+    ordered = sorted(segments) if postgres else list(segments)
+    for country, count in ordered:
         got = 0
         exclude: set[int] = {a.ip_id for a in taken}
         while got < count:
@@ -101,13 +105,11 @@ async def allocate(
                     StockIp.retired_at.is_(None),
                     StockIp.assigned_count < StockIp.capacity,
                 )
-                .order_by(StockIp.assigned_count, StockIp.id)
+                .order_by(*((StockIp.id,) if postgres else (StockIp.assigned_count, StockIp.id)))
                 .limit(count - got)
             )
             if exclude:
                 q = q.where(StockIp.id.not_in(exclude))
-            if postgres:
-                q = q.with_for_update(skip_locked=True)
             candidates = (await session.execute(q)).all()
             if not candidates:
                 raise OutOfStock(

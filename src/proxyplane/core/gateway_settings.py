@@ -1,0 +1,42 @@
+"""Gateway settings (environment, PROXYPLANE_GATEWAY_*), read by the gateway nodes and by the API (the
+endpoints and ports it shows customers).
+
+Settings (environment, PROXYPLANE_GATEWAY_*): HOST (rotating gateway address, loopback only; default
+127.0.0.1), HTTP_PORT 8080, HTTPS_PORT 8443, SOCKS_PORT 1080 (rotating services; the demo catalog sells
+these), STATIC_HTTP_PORT 3128, STATIC_HTTPS_PORT 3129, STATIC_SOCKS_PORT 1080 (on every exit IP of a
+static service), TLS_CERT / TLS_KEY (default: a self-signed pair generated under PROXYPLANE_HOME),
+USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node). A port set to -1 is not opened.
+"""
+
+import ipaddress
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class GatewaySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PROXYPLANE_GATEWAY_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    http_port: int = 8080
+    https_port: int = 8443
+    socks_port: int = 1080
+    static_http_port: int = 3128
+    static_https_port: int = 3129
+    static_socks_port: int = 1080
+    tls_cert: str = ""
+    tls_key: str = ""
+    usage_flush_seconds: float = 2.0
+    poll_seconds: float = 0.25
+    in_serve: bool = True  # `proxyplane serve` runs a gateway node in the API process
+
+    @field_validator("host")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        if not ipaddress.ip_address(value).is_loopback:
+            raise ValueError(f"gateway host {value} is not a loopback address")
+        return value
+
+
+def port_or_none(value: int) -> int | None:
+    return None if value < 0 else value

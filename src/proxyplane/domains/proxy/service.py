@@ -1,0 +1,326 @@
+"""Proxy access of a service: endpoints, credentials, whitelist, session mode and sticky sessions.
+
+Every change here bumps `services.updated_at` in the same transaction (`touch`): that is the marker
+the gateway nodes poll, so a change reaches every node within a second (see docs/decisions.md "Gateway").
+Sticky sessions live in `sticky_sessions` (written by the gateway nodes); the API rotates and ends them by
+writing rows with writer "api", which the nodes apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import random
+import re
+import uuid
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
+from proxyplane.core.security import SecretBox
+from proxyplane.domains.pricing.store import load_pricebooks
+from proxyplane.domains.services import service as services
+from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
+from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
+
+API_WRITER = "api"
+TTL_MINUTES = (1, 2, 3, 5, 10, 15)
+DEFAULT_WHITELIST_SLOTS = 3
+LOGIN_RE = re.compile(r"^[a-z0-9_]{3,32}$")
+
+
+def touch(svc: Service) -> None:
+    """Bump the gateway's change marker (same transaction as the change)."""
+    svc.updated_at = utcnow()
+
+
+def is_rotating(svc: Service) -> bool:
+    return svc.product_kind == "proxy_rotating"
+
+
+def require_rotating(svc: Service) -> None:
+    if not is_rotating(svc):
+        raise Conflict(
+            f"service {svc.service_id} is a static ({svc.product_kind}) service; session modes "
+            "and sticky sessions belong to rotating services"
+        )
+
+
+async def settings_row(session: AsyncSession, svc: Service) -> ProxySettings:
+    row = await session.get(ProxySettings, svc.service_id)
+    if row is None:
+        row = ProxySettings(
+            service_id=svc.service_id,
+            session_mode="rotating",
+            pin=None,
+            sticky_ttl_seconds=600,
+            rotation_key_hash=None,
+        )
+        session.add(row)
+        await session.flush()
+    return row
+
+
+async def addon_grants(session: AsyncSession, service_id: uuid.UUID) -> dict[str, int]:
+    """Active add-ons of a service (table of issue 5; none when that table does not exist yet)."""
+    grants = {"udp": 0, "whitelist_slots": 0, "connections": 0}
+    try:
+        async with session.begin_nested():
+            rows = (
+                await session.execute(
+                    text(
+                        "SELECT kind, quantity, parameters FROM service_addons "
+                        "WHERE status = 'active' AND service_id = :sid"
+                    ),
+                    {"sid": _sid_param(session, service_id)},
+                )
+            ).all()
+    except Exception:  # noqa: BLE001  (no add-on table yet)
+        return grants
+    for kind, quantity, params in rows:
+        params = json.loads(params) if isinstance(params, str) else dict(params or {})
+        if kind == "udp":
+            grants["udp"] = 1
+        elif kind == "extra_whitelist_slots":
+            grants["whitelist_slots"] += int(params.get("whitelist_slots", quantity or 0))
+        elif kind == "extra_connections":
+            grants["connections"] += int(params.get("connections", quantity or 0))
+    return grants
+
+
+def _sid_param(session: AsyncSession, service_id: uuid.UUID) -> object:
+    # sa.Uuid is stored as 32 hex characters on SQLite and as a native uuid on PostgreSQL
+    return service_id.hex if session.get_bind().dialect.name == "sqlite" else service_id
+
+
+async def whitelist_limit(session: AsyncSession, svc: Service) -> int:
+    book = (await load_pricebooks(session)).get(svc.product_kind)
+    base = book.included_whitelist_slots if book is not None else DEFAULT_WHITELIST_SLOTS
+    return base + (await addon_grants(session, svc.service_id))["whitelist_slots"]
+
+
+async def exit_pool(session: AsyncSession, svc: Service) -> dict[str, str]:
+    """{exit IP: country} a rotating service leaves from (the unretired stock of its pool)."""
+    pool = str((svc.parameters or {}).get("exit_pool", "proxy_datacenter"))
+    col = StockIp.country_ripe if svc.geo_source == "ripe" else StockIp.country_maxmind
+    rows = await session.execute(
+        select(StockIp.address, col).where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
+    )
+    return dict(rows.tuples().all())
+
+
+# --- credentials ----------------------------------------------------------------------------------
+
+
+async def change_credentials(
+    session: AsyncSession,
+    box: SecretBox,
+    svc: Service,
+    *,
+    rotate: bool,
+    rotation_key: str | None,
+    login: str | None,
+) -> bool:
+    """Returns whether the password was rotated by this call. A rotation key already used for the last
+    rotation does not rotate again (an identical repeat leaves the same state)."""
+    changed = rotated = False
+    if login is not None and login != svc.login:
+        if not LOGIN_RE.fullmatch(login):
+            raise ValidationFailed(
+                "login must be 3-32 characters of a-z, 0-9 and _ ('-' separates username options)",
+                field="login",
+            )
+        other = await services.get_by_login(session, login)
+        if other is not None:
+            raise Conflict(f"login {login!r} is taken")
+        svc.login = login
+        changed = True
+    if rotate:
+        if not rotation_key:
+            raise ValidationFailed(
+                "rotation_key is required with rotate_password (a repeat with the same "
+                "key does not rotate again)",
+                field="rotation_key",
+            )
+        digest = hashlib.sha256(rotation_key.encode()).hexdigest()
+        row = await settings_row(session, svc)
+        if row.rotation_key_hash != digest:
+            svc.password_enc = box.encrypt(services.new_password())
+            row.rotation_key_hash = digest
+            rotated = changed = True
+    if changed:
+        touch(svc)
+        await session.flush()
+    return rotated
+
+
+# --- whitelist ------------------------------------------------------------------------------------
+
+
+def parse_ipv4(value: str, field: str) -> str:
+    value = value.strip()
+    if "/" in value:
+        raise ValidationFailed(
+            f"{value!r} is a CIDR subnet; whitelist entries are single IPv4 addresses", field=field
+        )
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        raise ValidationFailed(f"{value!r} is not an IPv4 address", field=field) from None
+    if ip.version != 4:
+        raise ValidationFailed(f"{value!r} is not an IPv4 address (IPv6 is not supported)", field=field)
+    return str(ip)
+
+
+async def whitelist_add(session: AsyncSession, svc: Service, ip: str) -> None:
+    ip = parse_ipv4(ip, "ip")
+    current = await services.whitelist(session, svc.service_id)
+    if ip in current:
+        return
+    limit = await whitelist_limit(session, svc)
+    if len(current) >= limit:
+        raise Conflict(
+            f"the whitelist is full ({limit} entries); remove one or buy the extra whitelist slots add-on",
+            limit=limit,
+        )
+    session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
+    touch(svc)
+    await session.flush()
+
+
+async def whitelist_remove(session: AsyncSession, svc: Service, ip: str) -> None:
+    ip = parse_ipv4(ip, "ip_or_cidr")
+    gone = await session.execute(
+        delete(ServiceWhitelist).where(
+            ServiceWhitelist.service_id == svc.service_id, ServiceWhitelist.ip == ip
+        )
+    )
+    if gone.rowcount:  # type: ignore[attr-defined]
+        touch(svc)
+        await session.flush()
+
+
+# --- session mode ---------------------------------------------------------------------------------
+
+
+async def set_mode(session: AsyncSession, svc: Service, mode: str, pin: str | None) -> ProxySettings:
+    require_rotating(svc)
+    row = await settings_row(session, svc)
+    if mode == "pinned":
+        if not pin:
+            raise ValidationFailed(
+                "pin (an exit IP of the service's pool) is required for pinned", field="pin"
+            )
+        if pin not in await exit_pool(session, svc):
+            raise ValidationFailed(f"{pin} is not an exit IP of this service", field="pin")
+    elif pin is not None:
+        raise ValidationFailed("pin is only allowed with mode pinned", field="pin")
+    if (row.session_mode, row.pin) != (mode, pin):
+        row.session_mode, row.pin = mode, pin
+        touch(svc)
+    await session.flush()
+    return row
+
+
+async def set_ttl(session: AsyncSession, svc: Service, minutes: int) -> ProxySettings:
+    require_rotating(svc)
+    if minutes not in TTL_MINUTES:
+        raise ValidationFailed(
+            f"ttl_minutes must be one of {', '.join(map(str, TTL_MINUTES))}", field="ttl_minutes"
+        )
+    row = await settings_row(session, svc)
+    if row.sticky_ttl_seconds != minutes * 60:
+        row.sticky_ttl_seconds = minutes * 60
+        touch(svc)
+    await session.flush()
+    return row
+
+
+# --- sticky sessions ------------------------------------------------------------------------------
+
+
+async def live_sessions(
+    session: AsyncSession, svc: Service, now: datetime | None = None
+) -> list[StickySession]:
+    now = now or utcnow()
+    rows = await session.execute(
+        select(StickySession)
+        .where(
+            StickySession.service_id == svc.service_id,
+            StickySession.sid != PURGE_SID,
+            StickySession.ended.is_(False),
+            StickySession.expires_at > now,
+        )
+        .order_by(StickySession.started_at)
+    )
+    return list(rows.scalars())
+
+
+async def live_session(session: AsyncSession, svc: Service, sid: str) -> StickySession:
+    for row in await live_sessions(session, svc):
+        if row.sid == sid:
+            return row
+    raise NotFound(f"no live sticky session {sid!r} on service {svc.service_id}")
+
+
+async def rotate_session(session: AsyncSession, svc: Service, sid: str) -> StickySession:
+    """A new exit IP (different when the pool allows) and a fresh TTL window of the same length."""
+    require_rotating(svc)
+    row = await live_session(session, svc, sid)
+    pool = sorted(await exit_pool(session, svc))
+    others = [ip for ip in pool if ip != row.exit_ip] or pool
+    if not others:
+        raise Conflict("the service's exit pool is empty")
+    now = utcnow()
+    ttl = row.expires_at - row.started_at
+    row.exit_ip = random.SystemRandom().choice(others)
+    row.started_at, row.expires_at = now, now + ttl
+    row.writer, row.updated_at = API_WRITER, now
+    await session.flush()
+    return row
+
+
+async def end_session(session: AsyncSession, svc: Service, sid: str) -> None:
+    require_rotating(svc)
+    row = await live_session(session, svc, sid)
+    row.ended, row.writer, row.updated_at = True, API_WRITER, utcnow()
+    await session.flush()
+
+
+async def purge_sessions(session: AsyncSession, svc: Service) -> int:
+    """End every session; a purge marker also ends those a node created but has not written yet."""
+    require_rotating(svc)
+    now = utcnow()
+    ended = len(await live_sessions(session, svc, now))
+    await session.execute(
+        update(StickySession)
+        .where(
+            StickySession.service_id == svc.service_id,
+            StickySession.ended.is_(False),
+            StickySession.sid != PURGE_SID,
+        )
+        .values(ended=True, writer=API_WRITER, updated_at=now)
+    )
+    marker = await session.get(StickySession, (svc.service_id, PURGE_SID))
+    if marker is None:
+        session.add(
+            StickySession(
+                service_id=svc.service_id,
+                sid=PURGE_SID,
+                exit_ip="",
+                started_at=now,
+                expires_at=now + timedelta(hours=1),
+                ended=True,
+                writer=API_WRITER,
+                updated_at=now,
+            )
+        )
+    else:
+        marker.started_at, marker.expires_at = now, now + timedelta(hours=1)
+        marker.writer, marker.updated_at = API_WRITER, now
+    await session.flush()
+    return ended

@@ -1,0 +1,211 @@
+"""Operations: session mode, sticky TTL and sticky sessions of a rotating service."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from proxyplane.domains.proxy import service as proxy
+from proxyplane.domains.proxy.ops import BASE, READ, WRITE, ServiceRef, owned
+from proxyplane.domains.services.ops import emit_changed
+from proxyplane.ops import Context, Effect, Operation, register
+from proxyplane.storage.models.gateway import ProxySettings
+from proxyplane.storage.models.gateway import StickySession as StickyRow
+
+SID = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_]+$")
+
+
+class SessionRef(BaseModel):
+    service_id: uuid.UUID
+    sid: str = SID
+
+
+class StickySessionOut(BaseModel):
+    sid: str
+    exit_ip: str
+    started_at: datetime
+    expires_at: datetime
+
+
+class StickySessionsOut(BaseModel):
+    service_id: uuid.UUID
+    sessions: list[StickySessionOut]
+
+
+class PurgeOut(BaseModel):
+    service_id: uuid.UUID
+    purged: int = Field(description="live sessions ended")
+
+
+class ModeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    service_id: uuid.UUID
+    mode: Literal["rotating", "sticky", "pinned"]
+    pin: str | None = Field(default=None, description="exit IP; required for pinned, refused otherwise")
+
+
+class ModeOut(BaseModel):
+    service_id: uuid.UUID
+    mode: str
+    pin: str | None
+    ttl_minutes: int
+
+
+class TtlIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    service_id: uuid.UUID
+    ttl_minutes: int = Field(description="1, 2, 3, 5, 10 or 15")
+
+
+def session_out(row: StickyRow) -> StickySessionOut:
+    return StickySessionOut(
+        sid=row.sid, exit_ip=row.exit_ip, started_at=row.started_at, expires_at=row.expires_at
+    )
+
+
+def mode_out(row: ProxySettings) -> ModeOut:
+    return ModeOut(
+        service_id=row.service_id,
+        mode=row.session_mode,
+        pin=row.pin,
+        ttl_minutes=row.sticky_ttl_seconds // 60,
+    )
+
+
+async def list_sessions(ctx: Context, data: ServiceRef) -> StickySessionsOut:
+    svc = await owned(ctx, data.service_id)
+    proxy.require_rotating(svc)
+    rows = await proxy.live_sessions(ctx.session, svc)
+    return StickySessionsOut(service_id=svc.service_id, sessions=[session_out(r) for r in rows])
+
+
+async def rotate_session(ctx: Context, data: SessionRef) -> StickySessionOut:
+    svc = await owned(ctx, data.service_id)
+    row = await proxy.rotate_session(ctx.session, svc, data.sid)
+    emit_changed(ctx, svc.service_id)
+    return session_out(row)
+
+
+async def end_session(ctx: Context, data: SessionRef) -> None:
+    svc = await owned(ctx, data.service_id)
+    await proxy.end_session(ctx.session, svc, data.sid)
+    emit_changed(ctx, svc.service_id)
+
+
+async def purge(ctx: Context, data: ServiceRef) -> PurgeOut:
+    svc = await owned(ctx, data.service_id)
+    n = await proxy.purge_sessions(ctx.session, svc)
+    emit_changed(ctx, svc.service_id)
+    return PurgeOut(service_id=svc.service_id, purged=n)
+
+
+async def get_mode(ctx: Context, data: ServiceRef) -> ModeOut:
+    svc = await owned(ctx, data.service_id)
+    proxy.require_rotating(svc)
+    return mode_out(await proxy.settings_row(ctx.session, svc))
+
+
+async def put_mode(ctx: Context, data: ModeIn) -> ModeOut:
+    svc = await owned(ctx, data.service_id)
+    row = await proxy.set_mode(ctx.session, svc, data.mode, data.pin)
+    emit_changed(ctx, svc.service_id)
+    return mode_out(row)
+
+
+async def put_ttl(ctx: Context, data: TtlIn) -> ModeOut:
+    svc = await owned(ctx, data.service_id)
+    row = await proxy.set_ttl(ctx.session, svc, data.ttl_minutes)
+    emit_changed(ctx, svc.service_id)
+    return mode_out(row)
+
+
+STICKY = f"{BASE}/sticky"
+TAGS = ("proxy",)
+register(
+    Operation(
+        name="list_sticky_sessions",
+        summary="Live sticky sessions of a rotating service: sid, exit IP, started, expires.",
+        method="GET",
+        path=f"{STICKY}/sessions",
+        handler=list_sessions,
+        input=ServiceRef,
+        output=StickySessionsOut,
+        scopes=READ,
+        tags=TAGS,
+    ),
+    Operation(
+        name="rotate_sticky_session",
+        summary="Give a sticky session a new exit IP (free; not an IP list refresh); its TTL restarts.",
+        method="POST",
+        path=f"{STICKY}/sessions/{{sid}}/rotate",
+        handler=rotate_session,
+        input=SessionRef,
+        output=StickySessionOut,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        tags=TAGS,
+    ),
+    Operation(
+        name="delete_sticky_session",
+        summary="End one sticky session (its next use starts a new one).",
+        method="DELETE",
+        path=f"{STICKY}/sessions/{{sid}}",
+        handler=end_session,
+        input=SessionRef,
+        output=None,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        status_code=204,
+        tags=TAGS,
+    ),
+    Operation(
+        name="purge_sticky_sessions",
+        summary="End every sticky session of a rotating service.",
+        method="POST",
+        path=f"{STICKY}/purge",
+        handler=purge,
+        input=ServiceRef,
+        output=PurgeOut,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        tags=TAGS,
+    ),
+    Operation(
+        name="get_sticky_mode",
+        summary="Session mode (rotating, sticky or pinned), pin and sticky TTL of a rotating service.",
+        method="GET",
+        path=f"{STICKY}/mode",
+        handler=get_mode,
+        input=ServiceRef,
+        output=ModeOut,
+        scopes=READ,
+        tags=TAGS,
+    ),
+    Operation(
+        name="set_sticky_mode",
+        summary="Set the session mode: rotating, sticky or pinned (pin, an exit IP, required for pinned).",
+        method="PUT",
+        path=f"{STICKY}/mode",
+        handler=put_mode,
+        input=ModeIn,
+        output=ModeOut,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        tags=TAGS,
+    ),
+    Operation(
+        name="set_sticky_ttl",
+        summary="Set the sticky-session TTL: 1, 2, 3, 5, 10 or 15 minutes (for sessions started afterwards).",
+        method="PUT",
+        path=f"{STICKY}/ttl",
+        handler=put_ttl,
+        input=TtlIn,
+        output=ModeOut,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        tags=TAGS,
+    ),
+)

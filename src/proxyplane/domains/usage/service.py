@@ -1,0 +1,131 @@
+"""Usage of a service as metered by the gateway (tables usage_minutes / usage_errors).
+
+A window [start, end) is resolved to whole minutes: a minute bucket counts when its start lies in
+[start rounded down to the minute, end). Totals, the per-minute series, the top destinations, the
+errors by category and the CSV export all read the same buckets, so they always agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import as_utc
+from proxyplane.core.errors import ValidationFailed
+from proxyplane.storage.models.gateway import UsageError, UsageMinute
+
+MAX_EXPORT_ROWS = 200_000
+COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
+
+
+@dataclass
+class Totals:
+    requests: int = 0
+    connections: int = 0
+    bytes_up: int = 0
+    bytes_down: int = 0
+    errors: int = 0
+    errors_by_category: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, values: Any) -> Totals:
+        n = [int(v or 0) for v in values]
+        return cls(requests=n[0], connections=n[1], bytes_up=n[2], bytes_down=n[3], errors=n[4])
+
+
+def window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    start, end = as_utc(start), as_utc(end)
+    if end <= start:
+        raise ValidationFailed("end must be after start", field="end")
+    return start.replace(second=0, microsecond=0), end
+
+
+def _where(model: Any, service_id: uuid.UUID, start: datetime, end: datetime) -> list[Any]:
+    return [model.service_id == service_id, model.minute >= start, model.minute < end]
+
+
+async def totals(session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime) -> Totals:
+    start, end = window(start, end)
+    sums = [func.coalesce(func.sum(getattr(UsageMinute, c)), 0) for c in COUNTERS]
+    row = (await session.execute(select(*sums).where(*_where(UsageMinute, service_id, start, end)))).one()
+    out = Totals.of(row)
+    out.errors_by_category = await errors_by_category(session, service_id, start, end)
+    return out
+
+
+async def errors_by_category(
+    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+) -> dict[str, int]:
+    start, end = window(start, end)
+    rows = await session.execute(
+        select(UsageError.category, func.sum(UsageError.count))
+        .where(*_where(UsageError, service_id, start, end))
+        .group_by(UsageError.category)
+        .order_by(UsageError.category)
+    )
+    return {c: int(n) for c, n in rows.all()}
+
+
+async def series(
+    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+) -> list[tuple[datetime, Totals]]:
+    """Per-minute totals (minutes without traffic are left out)."""
+    start, end = window(start, end)
+    sums = [func.sum(getattr(UsageMinute, c)) for c in COUNTERS]
+    rows = await session.execute(
+        select(UsageMinute.minute, *sums)
+        .where(*_where(UsageMinute, service_id, start, end))
+        .group_by(UsageMinute.minute)
+        .order_by(UsageMinute.minute)
+    )
+    return [(as_utc(m), Totals.of(vals)) for m, *vals in rows.all()]
+
+
+async def top_destinations(
+    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime, limit: int
+) -> list[tuple[str, Totals]]:
+    """Destination hosts by bytes (up + down), then requests."""
+    start, end = window(start, end)
+    sums = [func.sum(getattr(UsageMinute, c)) for c in COUNTERS]
+    traffic = func.sum(UsageMinute.bytes_up + UsageMinute.bytes_down)
+    rows = await session.execute(
+        select(UsageMinute.host, *sums)
+        .where(*_where(UsageMinute, service_id, start, end))
+        .group_by(UsageMinute.host)
+        .order_by(traffic.desc(), func.sum(UsageMinute.requests).desc(), UsageMinute.host)
+        .limit(limit)
+    )
+    return [(host, Totals.of(vals)) for host, *vals in rows.all()]
+
+
+async def export_csv(
+    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+) -> tuple[str, int]:
+    """CSV per minute and destination host: minute,host,requests,connections,bytes_up,bytes_down,errors.
+    Column sums equal `totals` for the same window. Returns (csv text, data rows)."""
+    start, end = window(start, end)
+    if end - start > timedelta(days=93):
+        raise ValidationFailed("an export covers at most 93 days; split the window", field="end")
+    rows = await session.execute(
+        select(UsageMinute)
+        .where(*_where(UsageMinute, service_id, start, end))
+        .order_by(UsageMinute.minute, UsageMinute.host)
+        .limit(MAX_EXPORT_ROWS + 1)
+    )
+    items = list(rows.scalars())
+    if len(items) > MAX_EXPORT_ROWS:
+        raise ValidationFailed(f"more than {MAX_EXPORT_ROWS} rows; export a shorter window", field="end")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["minute", "host", *COUNTERS])
+    for r in items:
+        minute = as_utc(r.minute).strftime("%Y-%m-%dT%H:%M:%SZ")
+        writer.writerow([minute, r.host, *(getattr(r, c) for c in COUNTERS)])
+    return buf.getvalue(), len(items)

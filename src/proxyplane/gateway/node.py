@@ -1,0 +1,137 @@
+"""A gateway node against the shared store: access table kept current, usage written, sticky sessions
+shared. Used by ``proxyplane serve`` (inside the API process) and ``proxyplane gateway`` (on its own).
+
+Settings: proxyplane.core.gateway_settings.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ssl
+from pathlib import Path
+
+from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
+from proxyplane.core.security import SecretBox
+from proxyplane.storage.engine import Database
+
+from .access import AccessTable
+from .context import Settings as DataPlaneSettings
+from .server import Gateway, GatewayConfig
+from .sticky_sync import SharedRouter, StickySync
+from .store import StoreSync
+from .usage_sink import store_sink
+
+
+def self_signed(home: Path) -> tuple[str, str]:
+    """A self-signed certificate for HTTPS-to-proxy (created once under ``home``)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    folder = home / "gateway-tls"
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    if cert_path.exists() and key_path.exists():
+        return str(cert_path), str(key_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "proxyplane-gateway")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key_path.chmod(0o600)
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return str(cert_path), str(key_path)
+
+
+class GatewayNode:
+    def __init__(
+        self,
+        db: Database,
+        box: SecretBox,
+        settings: GatewaySettings,
+        *,
+        home: Path | None = None,
+        node_id: str | None = None,
+        data_plane: DataPlaneSettings | None = None,
+    ) -> None:
+        self.db, self.settings = db, settings
+        self.table = AccessTable()
+        self.store = StoreSync(db, box, self.table, poll_interval=settings.poll_seconds)
+        self.router = SharedRouter()
+        self.sticky = StickySync(db, self.router, node_id, interval=settings.poll_seconds)
+        tls = None
+        if (
+            port_or_none(settings.https_port) is not None
+            or port_or_none(settings.static_https_port) is not None
+        ):
+            cert, key = settings.tls_cert, settings.tls_key
+            if not (cert and key):
+                cert, key = self_signed(home or Path(".proxyplane"))
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(cert, key)
+        config = GatewayConfig(
+            gateway_host=settings.host,
+            gateway_http_port=port_or_none(settings.http_port),
+            gateway_https_port=port_or_none(settings.https_port),
+            gateway_socks_port=port_or_none(settings.socks_port),
+            static_http_port=port_or_none(settings.static_http_port),
+            static_https_port=port_or_none(settings.static_https_port),
+            static_socks_port=port_or_none(settings.static_socks_port),
+            ssl_context=tls,
+            flush_interval=settings.usage_flush_seconds,
+        )
+        self.gateway = Gateway(
+            self.table, config, settings=data_plane, router=self.router, sink=store_sink(db)
+        )
+
+    async def start(self) -> None:
+        await self.store.start()
+        await self.sticky.start()
+        await self.gateway.start()
+
+    def notify(self, service_id: object = None) -> None:
+        """In-process fast path for the API's change signals."""
+        self.store.notify(service_id)
+        self.sticky.notify()
+
+    async def flush_usage(self) -> int:
+        return await self.gateway.meter.flush(store_sink(self.db))
+
+    def listeners(self) -> list[str]:
+        lines = []
+        host = self.settings.host
+        for kind in ("http", "https", "socks"):
+            if kind in self.gateway._gateway_servers:
+                lines.append(f"rotating {kind:5} {host}:{self.gateway.gateway_port(kind)}")
+        ips = self.gateway.static_ips()
+        cfg = self.gateway.config
+        for kind, port in (
+            ("http", cfg.static_http_port),
+            ("https", cfg.static_https_port),
+            ("socks", cfg.static_socks_port),
+        ):
+            if port is not None:
+                lines.append(
+                    f"static   {kind:5} port {port} on {len(ips)} exit IP(s)"
+                    + (f" ({ips[0]} .. {ips[-1]})" if ips else "")
+                )
+        return lines
+
+    async def close(self) -> None:
+        await self.gateway.close()  # flushes usage once more
+        await self.sticky.close()
+        await self.store.close()

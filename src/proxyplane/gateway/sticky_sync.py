@@ -1,0 +1,212 @@
+"""Sticky sessions shared through the store, so that the API (another process) can list, rotate, end and
+purge them and several gateway nodes agree on a sid's exit IP.
+
+- ``SharedRouter`` is the data plane's Router that remembers which sessions it created or changed;
+- ``StickySync`` runs every ``interval`` (0.25 s): it upserts those sessions into ``sticky_sessions``
+  (writer = this node's id) and applies the rows written by anybody else since its last look (with a
+  5 s overlap for late commits): the API's rotations (new exit IP, TTL restarted), ends (``ended``), purge
+  markers (sid ``*``) and other nodes' sessions. Of two live versions of a sid the one started later wins,
+  so nodes converge. Rows that expired an hour ago are deleted now and then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from proxyplane.core.clock import utcnow
+from proxyplane.storage.engine import Database
+from proxyplane.storage.models.gateway import PURGE_SID
+from proxyplane.storage.models.gateway import StickySession as StickyRow
+
+from .access import ServiceEntry
+from .routing import Router, StickySession
+
+log = logging.getLogger(__name__)
+OVERLAP = timedelta(seconds=5)
+
+
+def _ts(value: datetime) -> float:
+    return value.timestamp()
+
+
+def _dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+class SharedRouter(Router):
+    """A Router whose new/changed sticky sessions are collected for the store."""
+
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        super().__init__(clock or time.time)
+        self.dirty: set[tuple[str, str]] = set()
+
+    def _sticky(self, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None) -> str:
+        before = self._sessions.get(entry.service_id, {}).get(sid)
+        ip = super()._sticky(entry, sid, pool, ttl_minutes)
+        if self._sessions[entry.service_id][sid] is not before:
+            self.dirty.add((entry.service_id, sid))
+        return ip
+
+    def rotate(self, service: ServiceEntry, sid: str) -> StickySession | None:
+        session = super().rotate(service, sid)
+        if session is not None:
+            self.dirty.add((service.service_id, sid))
+        return session
+
+    def session(self, service_id: str, sid: str) -> StickySession | None:
+        return self._sessions.get(service_id, {}).get(sid)
+
+    def adopt(self, service_id: str, sid: str, exit_ip: str, started: float, expires: float) -> None:
+        """Take a session version written elsewhere unless ours started later."""
+        current = self.session(service_id, sid)
+        if current is not None and current.started > started:
+            return
+        self._sessions.setdefault(service_id, {})[sid] = StickySession(
+            service_id, sid, exit_ip, started, expires
+        )
+
+    def forget(self, service_id: str, sid: str) -> None:
+        self._sessions.get(service_id, {}).pop(sid, None)
+        self.dirty.discard((service_id, sid))
+
+
+class StickySync:
+    def __init__(
+        self, db: Database, router: SharedRouter, node_id: str | None = None, interval: float = 0.25
+    ) -> None:
+        self.db, self.router, self.interval = db, router, interval
+        self.node_id = node_id or "node-" + uuid.uuid4().hex[:12]
+        self._mark: datetime | None = None
+        self._applied: dict[tuple[str, str], datetime] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._last_cleanup = 0.0
+
+    async def start(self) -> None:
+        self._mark = None
+        await self.sync()
+        self._task = asyncio.ensure_future(self._run())
+
+    def notify(self, *_: object) -> None:
+        self._wake.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        with contextlib.suppress(Exception):
+            await self.flush()
+
+    async def flush(self) -> int:
+        """Write this node's new/changed sessions (one upsert per batch)."""
+        keys, self.router.dirty = self.router.dirty, set()
+        now = utcnow()
+        values = []
+        for service_id, sid in keys:
+            s = self.router.session(service_id, sid)
+            if s is None:
+                continue
+            with contextlib.suppress(ValueError):
+                values.append(
+                    {
+                        "service_id": uuid.UUID(service_id),
+                        "sid": sid,
+                        "exit_ip": s.exit_ip,
+                        "started_at": _dt(s.started),
+                        "expires_at": _dt(s.expires),
+                        "ended": False,
+                        "writer": self.node_id,
+                        "updated_at": now,
+                    }
+                )
+        if not values:
+            return 0
+        insert = sqlite_insert if self.db.is_sqlite else pg_insert
+        try:
+            async with self.db.unit_of_work(write=True) as uow:
+                for i in range(0, len(values), 400):
+                    stmt = insert(StickyRow).values(values[i : i + 400])
+                    stmt = stmt.on_conflict_do_update(
+                        index_elements=["service_id", "sid"],
+                        set_={
+                            c: stmt.excluded[c]
+                            for c in ("exit_ip", "started_at", "expires_at", "ended", "writer", "updated_at")
+                        },
+                    )
+                    await uow.session.execute(stmt)
+                await uow.commit()
+        except BaseException:
+            self.router.dirty |= keys
+            raise
+        for v in values:
+            self._applied[(str(v["service_id"]), str(v["sid"]))] = now
+        return len(values)
+
+    async def pull(self) -> int:
+        """Apply rows written by the API and by other nodes since the last look."""
+        since = self._mark - OVERLAP if self._mark is not None else None
+        q = select(StickyRow).where(StickyRow.writer != self.node_id)
+        if since is not None:
+            q = q.where(StickyRow.updated_at > since)
+        async with self.db.unit_of_work(write=False) as uow:
+            rows = list((await uow.session.execute(q)).scalars())
+        applied = 0
+        for row in sorted(rows, key=lambda r: r.updated_at):
+            self._mark = max(self._mark or row.updated_at, row.updated_at)
+            key = (str(row.service_id), row.sid)
+            if self._applied.get(key) == row.updated_at:
+                continue
+            self._applied[key] = row.updated_at
+            applied += 1
+            service_id = key[0]
+            if row.sid == PURGE_SID:
+                if row.ended:
+                    started = _ts(row.updated_at)
+                    for s in list(self.router.list_sessions(service_id)):
+                        if s.started <= started:
+                            self.router.forget(service_id, s.sid)
+            elif row.ended:
+                self.router.forget(service_id, row.sid)
+            else:
+                self.router.adopt(service_id, row.sid, row.exit_ip, _ts(row.started_at), _ts(row.expires_at))
+        return applied
+
+    async def cleanup(self) -> None:
+        cutoff = utcnow() - timedelta(hours=1)
+        async with self.db.unit_of_work(write=True) as uow:
+            await uow.session.execute(delete(StickyRow).where(StickyRow.expires_at < cutoff))
+            await uow.commit()
+        self._applied = {k: v for k, v in self._applied.items() if v > cutoff}
+
+    async def sync(self) -> None:
+        await self.flush()
+        await self.pull()
+        loop_time = asyncio.get_running_loop().time()
+        if loop_time - self._last_cleanup > 60.0:
+            self._last_cleanup = loop_time
+            await self.cleanup()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            try:
+                await self.sync()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("sticky session sync failed; retrying")
+                await asyncio.sleep(1.0)

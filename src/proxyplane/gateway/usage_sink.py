@@ -1,0 +1,93 @@
+"""The usage sink of a store-backed gateway: metered rows written in batches with upserts.
+
+``usage_minutes`` and ``usage_errors`` are keyed (service, minute, host[, category]); a flush adds its
+counts to existing rows (``ON CONFLICT ... DO UPDATE SET n = table.n + excluded.n`` on SQLite and
+PostgreSQL alike), so several nodes and several flushes within one minute sum up exactly.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from proxyplane.storage.engine import Database
+from proxyplane.storage.models.gateway import UsageError, UsageMinute
+
+from .metering import UsageRow, UsageSink
+
+BATCH = 400
+COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
+HOST_MAX = 255
+
+
+def _service_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def usage_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(usage_minutes rows, usage_errors rows), merged per key (the meter may hold a row twice after a
+    failed flush was restored)."""
+    minutes: dict[tuple[Any, ...], dict[str, Any]] = {}
+    errors: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        sid = _service_uuid(row.service_id)
+        if sid is None:
+            continue
+        host = row.host[:HOST_MAX]
+        key = (sid, row.minute, host)
+        m = minutes.setdefault(
+            key, {"service_id": sid, "minute": row.minute, "host": host, **dict.fromkeys(COUNTERS, 0)}
+        )
+        m["requests"] += row.requests
+        m["connections"] += row.connections
+        m["bytes_up"] += row.bytes_up
+        m["bytes_down"] += row.bytes_down
+        for category, n in row.errors.items():
+            m["errors"] += n
+            e = errors.setdefault(
+                (*key, category),
+                {
+                    "service_id": sid,
+                    "minute": row.minute,
+                    "host": host,
+                    "category": category[:40],
+                    "count": 0,
+                },
+            )
+            e["count"] += n
+    return list(minutes.values()), list(errors.values())
+
+
+async def write_usage(db: Database, rows: list[UsageRow]) -> None:
+    minutes, errors = usage_values(rows)
+    insert = sqlite_insert if db.is_sqlite else pg_insert
+    async with db.unit_of_work(write=True) as uow:
+        for i in range(0, len(minutes), BATCH):
+            stmt = insert(UsageMinute).values(minutes[i : i + BATCH])
+            table = UsageMinute.__table__
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["service_id", "minute", "host"],
+                set_={c: table.c[c] + stmt.excluded[c] for c in COUNTERS},
+            )
+            await uow.session.execute(stmt)
+        for i in range(0, len(errors), BATCH):
+            estmt = insert(UsageError).values(errors[i : i + BATCH])
+            estmt = estmt.on_conflict_do_update(
+                index_elements=["service_id", "minute", "host", "category"],
+                set_={"count": UsageError.__table__.c["count"] + estmt.excluded["count"]},
+            )
+            await uow.session.execute(estmt)
+        await uow.commit()
+
+
+def store_sink(db: Database) -> UsageSink:
+    async def sink(rows: list[UsageRow]) -> None:
+        await write_usage(db, rows)
+
+    return sink
