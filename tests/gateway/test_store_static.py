@@ -129,7 +129,9 @@ async def test_static_service_through_two_nodes(
         status, _, body = await http_get(http_ep, url, basic(login, password))
         assert status == 200 and body.split()[0].decode() == exit_ip
         # CONNECT
-        status, reader, writer = await connect_tunnel(http_ep, f"127.0.0.1:{origin.port}", basic(login, password))
+        status, reader, writer = await connect_tunnel(
+            http_ep, f"127.0.0.1:{origin.port}", basic(login, password)
+        )
         assert status == 200
         writer.write(b"GET /tunnel HTTP/1.1\r\nHost: x\r\n\r\n")
         _, _, body, raw = await read_response(reader)
@@ -149,7 +151,9 @@ async def test_static_service_through_two_nodes(
         assert (await socks_connect(socks_ep, "127.0.0.1", origin.port, login, "wrong"))[0] == "auth-failed"
 
         # whitelist: CIDR refused, a client IP added works without credentials, removal stops it
-        r = await client.post(f"{API}/{sid}/proxy/whitelist", json={"ip": "127.0.0.0/24"}, headers=bearer(key))
+        r = await client.post(
+            f"{API}/{sid}/proxy/whitelist", json={"ip": "127.0.0.0/24"}, headers=bearer(key)
+        )
         assert r.status_code == 422
         r = await client.post(f"{API}/{sid}/proxy/whitelist", json={"ip": "127.0.0.77"}, headers=bearer(key))
         assert r.status_code == 200 and r.json()["ips"] == ["127.0.0.250", "127.0.0.77"]
@@ -168,21 +172,27 @@ async def test_static_service_through_two_nodes(
 
         # usage: totals equal the metered traffic; the CSV sums to the same totals
         await node.flush_usage()
-        window = {"start": (datetime.now(UTC) - timedelta(minutes=5)).isoformat(),
-                  "end": (datetime.now(UTC) + timedelta(minutes=1)).isoformat()}
+        window = {
+            "start": (datetime.now(UTC) - timedelta(minutes=5)).isoformat(),
+            "end": (datetime.now(UTC) + timedelta(minutes=1)).isoformat(),
+        }
         u = (await client.get(f"{API}/{sid}/usage", params=window, headers=bearer(key))).json()
         assert u["bytes_up"] == origin.bytes_in and u["bytes_down"] == counted.received
         assert u["requests"] == len(origin.seen) and u["errors"] == 0
         csv = (await client.get(f"{API}/{sid}/usage/export", params=window, headers=bearer(key))).json()
         lines = [ln.split(",") for ln in csv["csv"].strip().split("\n")[1:]]
-        assert sum(int(x[4]) for x in lines) == u["bytes_up"] and sum(int(x[5]) for x in lines) == u["bytes_down"]
+        assert (
+            sum(int(x[4]) for x in lines) == u["bytes_up"]
+            and sum(int(x[5]) for x in lines) == u["bytes_down"]
+        )
         assert sum(int(x[2]) for x in lines) == u["requests"] and {x[1] for x in lines} == {"127.0.0.1"}
-        assert (await client.get(f"{API}/{sid}/usage", params={"start": window["start"]},
-                                 headers=bearer(key))).status_code == 422
+        assert (
+            await client.get(f"{API}/{sid}/usage", params={"start": window["start"]}, headers=bearer(key))
+        ).status_code == 422
 
         # a second node (no in-process signal: it polls the store) sees changes within a second
         settings_b = node_settings(exits)
-        async with running_node(platform, settings_b, tmp_path) as node_b:
+        async with running_node(platform, settings_b, tmp_path) as _node_b:
             http_b = (exit_ip, settings_b.static_http_port)
             assert (await http_get(http_b, url, basic(login, password)))[0] == 200
             # password rotation: returned once; the same rotation_key again changes nothing

@@ -5,7 +5,8 @@ Settings (environment, PROXYPLANE_GATEWAY_*): HOST (rotating gateway address, lo
 127.0.0.1), HTTP_PORT 8080, HTTPS_PORT 8443, SOCKS_PORT 1080 (rotating services; the demo catalog sells
 these), STATIC_HTTP_PORT 3128, STATIC_HTTPS_PORT 3129, STATIC_SOCKS_PORT 1080 (on every exit IP of a
 static service), TLS_CERT / TLS_KEY (default: a self-signed pair generated under PROXYPLANE_HOME),
-USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node). A port set to -1 is not opened.
+USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node).
+A port set to -1 is not opened.
 """
 
 import ipaddress
