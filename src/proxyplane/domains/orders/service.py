@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.security import SecretBox
+from proxyplane.domains.events import services as service_events
 from proxyplane.domains.pricing import PricingError, Quote, merge_segments, order_minimum_error, quote_lines
 from proxyplane.domains.pricing.store import load_pricebook
 from proxyplane.domains.services import service as services
@@ -200,6 +201,7 @@ async def place_order(
         svc.deposit_id = deposit.id
         svc.amount_due_cents = due
     await session.flush()
+    await service_events.order_placed(session, svc, due)
     return OrderResult(svc, priced, wallet_part, due, deposit)
 
 
@@ -227,6 +229,7 @@ async def settle_order_deposit(session: AsyncSession, deposit: Deposit) -> uuid.
         svc.wallet_paid_cents += svc.amount_due_cents
         services.activate(svc)
         await session.flush()
+        await service_events.order_paid(session, svc)
         return svc.service_id
     await services.cancel(session, svc)
     return svc.service_id

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound
 from proxyplane.core.security import SecretBox, mask
+from proxyplane.domains.events import services as service_events
 from proxyplane.domains.pricing.money import percent_of
 from proxyplane.domains.pricing.proration import refund_unused
 from proxyplane.domains.stock import service as stock
@@ -271,6 +272,9 @@ async def renew(
     service.current_period_end = add_months(service.current_period_end, months)
     service.period_price_cents += charge
     await session.flush()
+    await service_events.service_event(
+        session, service, "service.renewed", months=months, charged_cents=charge
+    )
     return charge
 
 
@@ -313,6 +317,7 @@ async def cancel(session: AsyncSession, service: Service, now: datetime | None =
             service_id=service.service_id,
         )
     await stock.release(session, service.service_id)
+    await service_events.service_event(session, service, "service.cancelled", refund_cents=refund)
     return refund
 
 
@@ -338,5 +343,7 @@ async def expire_due(session: AsyncSession, now: datetime | None = None) -> list
         )
         if moved.rowcount == 1:  # type: ignore[attr-defined]
             await stock.release(session, svc.service_id)
+            await session.refresh(svc)
+            await service_events.service_event(session, svc, "service.expired")
             ids.append(svc.service_id)
     return ids

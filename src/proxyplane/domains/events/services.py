@@ -1,0 +1,46 @@
+"""Order and service events, called by domains/orders and domains/services in the caller's transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.domains.events.service import emit
+from proxyplane.storage.models import Service
+
+
+def service_data(svc: Service, **extra: Any) -> dict[str, Any]:
+    end = svc.current_period_end
+    return {
+        "service_id": str(svc.service_id),
+        "number": svc.number,
+        "product_kind": svc.product_kind,
+        "status": svc.status,
+        "period_months": svc.period_months,
+        "segments": list(svc.segments or []),
+        "current_period_end": end.isoformat() if end is not None else None,
+        **extra,
+    }
+
+
+async def service_event(session: AsyncSession, svc: Service, event_type: str, **extra: Any) -> None:
+    await emit(session, svc.customer_id, event_type, service_data(svc, **extra))
+
+
+async def order_placed(session: AsyncSession, svc: Service, amount_due_cents: int) -> None:
+    """order.created always; when nothing is left to pay, also order.paid and service.activated."""
+    data = service_data(
+        svc,
+        total_cents=svc.period_price_cents,
+        wallet_paid_cents=svc.wallet_paid_cents,
+        amount_due_cents=amount_due_cents,
+    )
+    await emit(session, svc.customer_id, "order.created", data)
+    if amount_due_cents == 0:
+        await order_paid(session, svc)
+
+
+async def order_paid(session: AsyncSession, svc: Service) -> None:
+    await service_event(session, svc, "order.paid", total_cents=svc.period_price_cents)
+    await service_event(session, svc, "service.activated")
