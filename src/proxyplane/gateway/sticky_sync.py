@@ -5,8 +5,9 @@ purge them and several gateway nodes agree on a sid's exit IP.
 - ``StickySync`` runs every ``interval`` (0.25 s): it upserts those sessions into ``sticky_sessions``
   (writer = this node's id) and applies the rows written by anybody else since its last look (with a
   5 s overlap for late commits): the API's rotations (new exit IP, TTL restarted), ends (``ended``), purge
-  markers (sid ``*``) and other nodes' sessions. Of two live versions of a sid the one started later wins,
-  so nodes converge. Rows that expired an hour ago are deleted now and then.
+  markers (sid ``*``) and other nodes' sessions. Of two nodes' live versions of a sid the one started first
+  wins (the loser adopts it), so nodes converge; the API's rotations always win. Rows that expired an
+  hour ago are deleted now and then.
 """
 
 from __future__ import annotations
@@ -66,14 +67,21 @@ class SharedRouter(Router):
     def session(self, service_id: str, sid: str) -> StickySession | None:
         return self._sessions.get(service_id, {}).get(sid)
 
-    def adopt(self, service_id: str, sid: str, exit_ip: str, started: float, expires: float) -> None:
-        """Take a session version written elsewhere unless ours started later."""
+    def adopt(
+        self, service_id: str, sid: str, exit_ip: str, started: float, expires: float, force: bool
+    ) -> bool:
+        """Take a session version written elsewhere. Between nodes the session started first wins (False:
+        ours is older and stays; it is marked for writing again so that the others take it); ``force``
+        (the API's rotations) always wins."""
         current = self.session(service_id, sid)
-        if current is not None and current.started > started:
-            return
+        now = self._clock()
+        if not force and current is not None and current.expires > now and current.started < started:
+            self.dirty.add((service_id, sid))
+            return False
         self._sessions.setdefault(service_id, {})[sid] = StickySession(
             service_id, sid, exit_ip, started, expires
         )
+        return True
 
     def forget(self, service_id: str, sid: str) -> None:
         self._sessions.get(service_id, {}).pop(sid, None)
@@ -180,7 +188,14 @@ class StickySync:
             elif row.ended:
                 self.router.forget(service_id, row.sid)
             else:
-                self.router.adopt(service_id, row.sid, row.exit_ip, _ts(row.started_at), _ts(row.expires_at))
+                self.router.adopt(
+                    service_id,
+                    row.sid,
+                    row.exit_ip,
+                    _ts(row.started_at),
+                    _ts(row.expires_at),
+                    row.writer == "api",
+                )
         return applied
 
     async def cleanup(self) -> None:
