@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export PATH="$PWD/.venv/bin:$PATH"
+# Browser tests drive Debian's Chromium (never `playwright install`): install it when missing and root.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
+  (apt-get install -y -qq chromium || (apt-get update -qq && apt-get install -y -qq chromium)) >/dev/null
+fi
 
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy

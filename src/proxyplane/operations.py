@@ -1,5 +1,6 @@
 """Import every domain's operations so that REGISTRY is complete."""
 
+from proxyplane.domains.accounts import logins as _logins  # noqa: F401
 from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401

@@ -52,6 +52,9 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     from proxyplane.adapters.checkout.pages import checkout_router
 
     app.include_router(checkout_router(platform))
+    from proxyplane.adapters.web import install_dashboard
+
+    install_dashboard(app)  # the customer dashboard at /
     from proxyplane.adapters.mcp.server import mount_mcp
 
     mcp = mount_mcp(app, platform)  # /api/v1/mcp; its session manager runs in the lifespan above

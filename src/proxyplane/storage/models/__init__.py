@@ -12,6 +12,7 @@ from proxyplane.storage.models.services import (
 )
 from proxyplane.storage.models.stock import StockIp
 from proxyplane.storage.models.wallet import Deposit, IdempotencyRecord, LedgerEntry, LoginEvent, Wallet
+from proxyplane.storage.models.web import LoginFailure, WebSession
 from proxyplane.storage.models.webhooks import (
     Event,
     NotificationSettings,
@@ -30,12 +31,14 @@ __all__ = [
     "IdempotencyRecord",
     "LedgerEntry",
     "LoginEvent",
+    "LoginFailure",
     "PriceBookOverride",
     "Service",
     "ServiceIp",
     "ServiceWhitelist",
     "StockIp",
     "Wallet",
+    "WebSession",
     "Event",
     "NotificationSettings",
     "Ticket",

@@ -1,0 +1,23 @@
+"""The customer web dashboard, served at `/` by the control-plane app."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+
+from proxyplane.adapters.web.base import HERE
+
+
+def install_dashboard(app: FastAPI) -> None:
+    """Add the dashboard pages and their static files (CSS, JS) to the app."""
+    from proxyplane.adapters.web import account, money_pages
+
+    app.mount("/assets", StaticFiles(directory=HERE / "static"), name="web-assets")
+    pages: set[str] = set()
+    for module in (account, money_pages):
+        app.include_router(module.router)
+        pages.update(
+            r.path for r in module.router.routes if isinstance(r, APIRoute) and "GET" in (r.methods or ())
+        )
+    app.state.web_pages = frozenset(pages)

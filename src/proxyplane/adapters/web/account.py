@@ -1,0 +1,168 @@
+"""Sign up, log in, log out, change password, login history."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxyplane.adapters.web import sessions
+from proxyplane.adapters.web.base import (
+    WebRoute,
+    attach_session,
+    call,
+    form,
+    platform_of,
+    redirect,
+    render,
+    require_login,
+)
+from proxyplane.core.errors import DomainError
+from proxyplane.domains.accounts import logins
+from proxyplane.domains.accounts.service import create_customer
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+
+
+def safe_next(value: str) -> str:
+    """Only a local path: never `//host` or a scheme, so a crafted link cannot bounce to another site."""
+    if value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return "/"
+
+
+@router.get("/")
+async def home(request: Request) -> Response:
+    if await attach_session(request) is None:
+        return redirect(request, "/login")
+    return redirect(request, "/overview")
+
+
+@router.get("/login")
+async def login_page(request: Request) -> Response:
+    if await attach_session(request) is not None:
+        return redirect(request, "/overview")
+    return render(request, "login.html", next=safe_next(request.query_params.get("next", "/")))
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    data = await form(request)
+    platform = platform_of(request)
+    email = str(data.get("email", "")).strip()
+    password = str(data.get("password", ""))
+    target = safe_next(str(data.get("next", "/")))
+    ip = sessions.client_ip(request)
+    agent = request.headers.get("user-agent", "")
+    async with platform.db.unit_of_work() as uow:
+        if await logins.throttled(uow.session, email, ip):
+            return render(
+                request,
+                "login.html",
+                status=429,
+                next=target,
+                email_value=email,
+                errors={"login": "Too many failed sign-ins. Wait 15 minutes and try again."},
+            )
+        customer = await logins.sign_in(uow.session, email, password, "web", ip, agent)
+        await uow.commit()
+    if customer is None:
+        return render(
+            request,
+            "login.html",
+            status=401,
+            next=target,
+            email_value=email,
+            errors={"login": "Wrong email or password."},
+        )
+    response = redirect(request, target)
+    await sessions.start_session(platform, request, response, customer.id)
+    return response
+
+
+@router.get("/signup")
+async def signup_page(request: Request) -> Response:
+    if await attach_session(request) is not None:
+        return redirect(request, "/overview")
+    return render(request, "signup.html")
+
+
+@router.post("/signup")
+async def signup(request: Request) -> Response:
+    data = await form(request)
+    platform = platform_of(request)
+    email = str(data.get("email", "")).strip()
+    name = str(data.get("name", ""))
+    password = str(data.get("password", ""))
+    values = {"email_value": email, "name_value": name}
+    if password != str(data.get("password2", "")):
+        return render(
+            request, "signup.html", status=422, errors={"password2": "The passwords differ."}, **values
+        )
+    try:
+        async with platform.db.unit_of_work() as uow:
+            customer = await create_customer(uow.session, email, password, name[:200])
+            await logins.record_login(
+                uow.session,
+                customer.id,
+                "web",
+                sessions.client_ip(request),
+                request.headers.get("user-agent", ""),
+                True,
+            )
+            await uow.commit()
+    except DomainError as exc:
+        field = str(exc.extra.get("field", "email"))
+        return render(request, "signup.html", status=exc.http_status, errors={field: exc.message}, **values)
+    response = redirect(request, "/overview", "Welcome! Your account is ready. Top up your wallet to start.")
+    await sessions.start_session(platform, request, response, customer.id)
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    row = await require_login(request)
+    await form(request)
+    await sessions.end_sessions(platform_of(request), row.customer_id, only=row.id)
+    response = redirect(request, "/login", "You are signed out.")
+    sessions.clear_session_cookie(request, response)
+    return response
+
+
+async def _security(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:
+    try:
+        offset = max(0, int(request.query_params.get("offset", "0")))
+    except ValueError:
+        offset = 0
+    history = await call(request, "get_login_history", {"offset": offset, "limit": 25})
+    return render(request, "security.html", status=status, history=history, errors=errors or {})
+
+
+@router.get("/security")
+async def security(request: Request) -> Response:
+    await require_login(request)
+    return await _security(request)
+
+
+@router.post("/security/password")
+async def change_password(request: Request) -> Response:
+    row = await require_login(request)
+    data = await form(request)
+    platform = platform_of(request)
+    new = str(data.get("new_password", ""))
+    if new != str(data.get("new_password2", "")):
+        return await _security(request, 422, {"password": "The new passwords differ."})
+    try:
+        async with platform.db.unit_of_work() as uow:
+            await logins.change_password(
+                uow.session, row.customer_id, str(data.get("current_password", "")), new
+            )
+            await uow.commit()
+    except DomainError as exc:
+        return await _security(request, exc.http_status, {"password": exc.message})
+    await sessions.end_sessions(platform, row.customer_id)
+    response = redirect(
+        request, "/security", "Password changed. Every other signed-in browser was signed out."
+    )
+    await sessions.start_session(platform, request, response, row.customer_id)
+    return response

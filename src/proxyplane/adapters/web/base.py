@@ -1,0 +1,226 @@
+"""Dashboard plumbing: templates, the signed-in caller, CSRF-checked forms, operation calls, error pages.
+
+A page action never touches domain code directly: it builds the operation's own input model from the
+form and runs it through `proxyplane.ops.invoke`, exactly as the REST route does."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi.routing import APIRoute
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from proxyplane.adapters.web import sessions
+from proxyplane.core.errors import DomainError, ValidationFailed
+from proxyplane.core.scopes import ALL_SCOPES
+from proxyplane.operations import REGISTRY
+from proxyplane.ops import Caller, invoke
+from proxyplane.platform import Platform
+from proxyplane.storage.models import Customer, WebSession
+
+log = logging.getLogger("proxyplane.web")
+HERE = Path(__file__).parent
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def money(cents: int | None) -> str:
+    if cents is None:
+        return ""
+    sign = "-" if cents < 0 else ""
+    cents = abs(int(cents))
+    return f"{sign}${cents // 100:,}.{cents % 100:02d}"
+
+
+def when(value: datetime | str | None) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+env.filters["money"] = money
+env.filters["when"] = when
+
+
+class LoginRequired(Exception):
+    pass
+
+
+class CsrfFailed(Exception):
+    pass
+
+
+def platform_of(request: Request) -> Platform:
+    platform: Platform = request.app.state.platform
+    return platform
+
+
+def web_session(request: Request) -> WebSession:
+    row: WebSession | None = getattr(request.state, "web_session", None)
+    if row is None:
+        raise LoginRequired()
+    return row
+
+
+async def attach_session(request: Request) -> WebSession | None:
+    """Load the browser's session (once per request) and the signed-in customer's email."""
+    if hasattr(request.state, "web_session"):
+        row: WebSession | None = request.state.web_session
+        return row
+    platform = platform_of(request)
+    row = await sessions.load_session(platform, request)
+    request.state.web_session = row
+    request.state.email = ""
+    if row is not None:
+        async with platform.db.unit_of_work(write=False) as uow:
+            customer = await uow.session.get(Customer, row.customer_id)
+        if customer is None or customer.status != "active":
+            request.state.web_session = None
+            return None
+        request.state.email = customer.email
+    return row
+
+
+async def require_login(request: Request) -> WebSession:
+    row = await attach_session(request)
+    if row is None:
+        raise LoginRequired()
+    return row
+
+
+def caller(request: Request) -> Caller:
+    row = web_session(request)
+    return Caller(
+        customer_id=row.customer_id,
+        scopes=ALL_SCOPES,
+        client_ip=sessions.client_ip(request),
+        channel="web",
+        user_agent=request.headers.get("user-agent", "")[:300],
+    )
+
+
+def validation_message(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": "invalid input"}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    msg = str(first.get("msg", "invalid input")).removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
+
+
+async def call(request: Request, name: str, data: dict[str, Any] | None = None) -> Any:
+    """Run the named operation for the signed-in customer, through the same path as its REST route."""
+    op = REGISTRY[name]
+    model = None
+    if op.input is not None:
+        try:
+            model = op.input.model_validate(data or {})
+        except ValidationError as exc:
+            raise ValidationFailed(validation_message(exc)) from None
+    return await invoke(platform_of(request), op, caller(request), model)
+
+
+def has_op(name: str) -> bool:
+    return name in REGISTRY
+
+
+async def form(request: Request) -> dict[str, Any]:
+    """The posted form after its CSRF token is checked; repeated fields become lists."""
+    data = await request.form()
+    values: dict[str, Any] = {}
+    for key in data:
+        items = data.getlist(key)
+        values[key] = items if len(items) > 1 or key.endswith("[]") else items[0]
+    row = await attach_session(request)
+    if not sessions.csrf_ok(platform_of(request), request, str(values.pop("csrf", "")), row):
+        raise CsrfFailed()
+    return values
+
+
+def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    platform = platform_of(request)
+    response = HTMLResponse("", status_code=status, headers=SECURITY_HEADERS)
+    row: WebSession | None = getattr(request.state, "web_session", None)
+    csrf = row.csrf_token if row is not None else sessions.anon_csrf(platform, request, response)
+    flash = sessions.take_flash(platform, request)
+    if flash is not None:
+        response.delete_cookie(sessions.FLASH_COOKIE, path="/")
+    body = env.get_template(template).render(
+        request=request,
+        csrf=csrf,
+        flash=flash,
+        signed_in=row is not None,
+        email=getattr(request.state, "email", ""),
+        path=request.url.path,
+        has_op=has_op,
+        pages=page_paths(request),
+        errors=ctx.pop("errors", {}),
+        **ctx,
+    )
+    response.body = body.encode()
+    response.headers["content-length"] = str(len(response.body))
+    return response
+
+
+def page_paths(request: Request) -> frozenset[str]:
+    """Paths of the dashboard pages installed in this app (the menu links only to pages that exist)."""
+    paths: frozenset[str] = getattr(request.app.state, "web_pages", frozenset())
+    return paths
+
+
+def redirect(request: Request, url: str, flash: str = "", kind: str = "ok") -> RedirectResponse:
+    response = RedirectResponse(url, status_code=303, headers={"Cache-Control": "no-store"})
+    if flash:
+        sessions.add_flash(platform_of(request), request, response, kind, flash)
+    return response
+
+
+def error_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    return render(request, "error.html", status=status, title=title, message=message)
+
+
+class WebRoute(APIRoute):
+    """Every dashboard route: a sign-in redirect, a CSRF refusal, a domain error page, never a trace."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                await attach_session(request)
+                return await handler(request)
+            except LoginRequired:
+                target = quote(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+                return RedirectResponse(f"/login?next={target}", status_code=303)
+            except CsrfFailed:
+                return error_page(
+                    request,
+                    403,
+                    "Form expired",
+                    "This form was not accepted (missing or stale security "
+                    "token). Go back, reload the page and try again.",
+                )
+            except DomainError as exc:
+                return error_page(request, exc.http_status, "Request refused", exc.message)
+            except Exception:
+                log.exception("dashboard error on %s", request.url.path)
+                return error_page(request, 500, "Something went wrong", "The error was logged; please retry.")
+
+        return guarded

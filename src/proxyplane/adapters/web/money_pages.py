@@ -1,0 +1,180 @@
+"""Overview, wallet (balance, ledger, top-up), API keys and profile pages."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxyplane.adapters.web.base import WebRoute, call, form, has_op, redirect, render, require_login
+from proxyplane.core.errors import DomainError
+from proxyplane.core.scopes import Scope
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+LEDGER_PAGE = 25
+
+
+def int_param(request: Request, name: str, default: int = 0) -> int:
+    try:
+        return max(0, int(request.query_params.get(name, str(default))))
+    except ValueError:
+        return default
+
+
+def as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def dollars_to_cents(text: str) -> int:
+    try:
+        amount = Decimal(text.strip().lstrip("$").replace(",", ""))
+    except InvalidOperation:
+        return -1
+    if amount != amount.quantize(Decimal("0.01")):
+        return -1
+    return int(amount * 100)
+
+
+@router.get("/overview")
+async def overview(request: Request) -> Response:
+    await require_login(request)
+    profile = await call(request, "get_profile")
+    balance = await call(request, "get_balance")
+    ledger = await call(request, "get_ledger", {"offset": 0, "limit": 5})
+    keys = await call(request, "list_api_keys")
+    services = None
+    if has_op("list_services"):
+        services = await call(request, "list_services", {"offset": 0, "limit": 5})
+    return render(
+        request,
+        "overview.html",
+        profile=profile,
+        balance=balance,
+        ledger=ledger,
+        key_count=len(keys.root),
+        services=services,
+    )
+
+
+async def _wallet(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:
+    offset = int_param(request, "offset")
+    balance = await call(request, "get_balance")
+    ledger = await call(request, "get_ledger", {"offset": offset, "limit": LEDGER_PAGE})
+    methods = await call(request, "list_payment_methods")
+    return render(
+        request,
+        "wallet.html",
+        status=status,
+        balance=balance,
+        ledger=ledger,
+        methods=methods,
+        idempotency_key=uuid.uuid4().hex,
+        errors=errors or {},
+    )
+
+
+@router.get("/wallet")
+async def wallet(request: Request) -> Response:
+    await require_login(request)
+    return await _wallet(request)
+
+
+@router.post("/wallet/topup")
+async def topup(request: Request) -> Response:
+    await require_login(request)
+    data = await form(request)
+    cents = dollars_to_cents(str(data.get("amount", "")))
+    if cents <= 0:
+        return await _wallet(request, 422, {"topup": "Enter an amount in dollars, e.g. 25 or 25.50."})
+    try:
+        deposit = await call(
+            request,
+            "init_deposit",
+            {
+                "amount_cents": cents,
+                "payment_method": data.get("payment_method", ""),
+                "idempotency_key": data.get("idempotency_key", "") or uuid.uuid4().hex,
+            },
+        )
+    except DomainError as exc:
+        return await _wallet(request, exc.http_status, {"topup": exc.message})
+    return redirect(request, deposit.checkout_url)
+
+
+async def _keys(
+    request: Request, status: int = 200, errors: dict[str, str] | None = None, created: Any = None
+) -> Response:
+    keys = await call(request, "list_api_keys")
+    return render(
+        request,
+        "keys.html",
+        status=status,
+        keys=keys.root,
+        scopes=[s.value for s in Scope],
+        created=created,
+        errors=errors or {},
+    )
+
+
+@router.get("/keys")
+async def keys(request: Request) -> Response:
+    await require_login(request)
+    return await _keys(request)
+
+
+@router.post("/keys")
+async def create_key(request: Request) -> Response:
+    await require_login(request)
+    data = await form(request)
+    try:
+        created = await call(
+            request,
+            "create_api_key",
+            {"name": str(data.get("name", "")).strip(), "scopes": as_list(data.get("scopes"))},
+        )
+    except DomainError as exc:
+        return await _keys(request, exc.http_status, {"create": exc.message})
+    return await _keys(request, 201, created=created)
+
+
+@router.post("/keys/{key_id}/revoke")
+async def revoke_key(request: Request) -> Response:
+    await require_login(request)
+    await form(request)
+    try:
+        result = await call(request, "revoke_api_key", {"key_id": request.path_params["key_id"]})
+    except DomainError as exc:
+        return await _keys(request, exc.http_status, {"list": exc.message})
+    return redirect(request, "/keys", result.message)
+
+
+async def _profile(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:
+    profile = await call(request, "get_profile")
+    return render(request, "profile.html", status=status, profile=profile, errors=errors or {})
+
+
+@router.get("/profile")
+async def profile(request: Request) -> Response:
+    await require_login(request)
+    return await _profile(request)
+
+
+@router.post("/profile")
+async def update_profile(request: Request) -> Response:
+    await require_login(request)
+    data = await form(request)
+    try:
+        await call(
+            request,
+            "update_profile",
+            {"name": str(data.get("name", "")).strip(), "phone": str(data.get("phone", "")).strip()},
+        )
+    except DomainError as exc:
+        return await _profile(request, exc.http_status, {"profile": exc.message})
+    return redirect(request, "/profile", "Profile saved.")

@@ -1,0 +1,142 @@
+"""Dashboard sessions (server-side records behind an HttpOnly cookie), CSRF tokens and flash messages."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+from datetime import timedelta
+
+from sqlalchemy import update
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.security import sign, verify_signature
+from proxyplane.platform import Platform
+from proxyplane.storage.models import WebSession
+
+SESSION_COOKIE = "pp_session"
+ANON_COOKIE = "pp_csrf"
+FLASH_COOKIE = "pp_flash"
+SESSION_LIFETIME = timedelta(days=14)
+TOUCH_EVERY = timedelta(minutes=5)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def is_https(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int | None) -> None:
+    response.set_cookie(
+        name, value, max_age=max_age, httponly=True, samesite="lax", secure=is_https(request), path="/"
+    )
+
+
+def client_ip(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+async def start_session(platform: Platform, request: Request, response: Response, customer_id: int) -> None:
+    """Create a session record and hand its random token to the browser."""
+    token = secrets.token_urlsafe(32)
+    now = utcnow()
+    async with platform.db.unit_of_work() as uow:
+        uow.session.add(
+            WebSession(
+                id=token_hash(token),
+                customer_id=customer_id,
+                csrf_token=secrets.token_urlsafe(32),
+                client_ip=client_ip(request)[:45],
+                user_agent=request.headers.get("user-agent", "")[:300],
+                created_at=now,
+                last_seen_at=now,
+                expires_at=now + SESSION_LIFETIME,
+            )
+        )
+        await uow.commit()
+    set_cookie(request, response, SESSION_COOKIE, token, int(SESSION_LIFETIME.total_seconds()))
+
+
+async def load_session(platform: Platform, request: Request) -> WebSession | None:
+    """The live session of this browser, or None (no cookie, unknown, revoked or expired)."""
+    token = request.cookies.get(SESSION_COOKIE, "")
+    if not token:
+        return None
+    now = utcnow()
+    async with platform.db.unit_of_work(write=False) as uow:
+        row = await uow.session.get(WebSession, token_hash(token))
+    if row is None or row.revoked_at is not None or row.expires_at <= now:
+        return None
+    if now - row.last_seen_at >= TOUCH_EVERY:
+        async with platform.db.unit_of_work() as uow:
+            await uow.session.execute(
+                update(WebSession).where(WebSession.id == row.id).values(last_seen_at=now)
+            )
+            await uow.commit()
+    return row
+
+
+async def end_sessions(platform: Platform, customer_id: int, only: str | None = None) -> None:
+    """Revoke one session (log out) or all of a customer's sessions (password change)."""
+    stmt = update(WebSession).where(WebSession.customer_id == customer_id, WebSession.revoked_at.is_(None))
+    if only is not None:
+        stmt = stmt.where(WebSession.id == only)
+    async with platform.db.unit_of_work() as uow:
+        await uow.session.execute(stmt.values(revoked_at=utcnow()))
+        await uow.commit()
+
+
+def clear_session_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax", secure=is_https(request))
+
+
+# CSRF. Signed-in forms carry the session's own random token. Forms shown before sign-in (log in, sign
+# up) carry HMAC(server key, random cookie value): a cross-site page can neither read the cookie nor
+# compute the token.
+
+
+def anon_csrf(platform: Platform, request: Request, response: Response | None) -> str:
+    value = request.cookies.get(ANON_COOKIE, "") or request.scope.get("pp_new_anon", "")
+    if not value:
+        value = secrets.token_urlsafe(24)
+        request.scope["pp_new_anon"] = value
+    if response is not None and request.cookies.get(ANON_COOKIE, "") != value:
+        set_cookie(request, response, ANON_COOKIE, value, None)
+    return sign(platform.secret_key, b"csrf:" + value.encode())
+
+
+def csrf_ok(platform: Platform, request: Request, sent: str, web_session: WebSession | None) -> bool:
+    if not sent:
+        return False
+    if web_session is not None:
+        return secrets.compare_digest(sent, web_session.csrf_token)
+    value = request.cookies.get(ANON_COOKIE, "")
+    return bool(value) and verify_signature(platform.secret_key, b"csrf:" + value.encode(), sent)
+
+
+# Flash messages survive one redirect in a signed cookie.
+
+
+def add_flash(platform: Platform, request: Request, response: Response, kind: str, text: str) -> None:
+    payload = base64.urlsafe_b64encode(json.dumps([kind, text[:500]]).encode()).decode()
+    set_cookie(
+        request, response, FLASH_COOKIE, payload + "." + sign(platform.secret_key, payload.encode()), 60
+    )
+
+
+def take_flash(platform: Platform, request: Request) -> tuple[str, str] | None:
+    raw = request.cookies.get(FLASH_COOKIE, "")
+    payload, _, signature = raw.partition(".")
+    if not payload or not verify_signature(platform.secret_key, payload.encode(), signature):
+        return None
+    try:
+        kind, text = json.loads(base64.urlsafe_b64decode(payload.encode()))
+    except (ValueError, TypeError):
+        return None
+    return str(kind), str(text)

@@ -1,0 +1,143 @@
+"""Password sign-in for people (dashboard, legacy Basic auth), password change and login history."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, Field
+from sqlalchemy import func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import ValidationFailed
+from proxyplane.core.scopes import Scope
+from proxyplane.core.security import hash_password, verify_password
+from proxyplane.domains.accounts.service import check_password, find_by_email, get_customer
+from proxyplane.ops import Context, Operation, register
+from proxyplane.storage.models import Customer, LoginEvent, LoginFailure
+
+# Throttle: this many failures inside the window refuse further attempts (per email, and per client IP).
+MAX_FAILURES_PER_EMAIL = 5
+MAX_FAILURES_PER_IP = 20
+FAILURE_WINDOW = timedelta(minutes=15)
+_DUMMY_HASH = hash_password("timing-equaliser-not-a-password")
+
+
+async def record_login(
+    session: AsyncSession, customer_id: int, channel: str, client_ip: str, user_agent: str, success: bool
+) -> None:
+    session.add(
+        LoginEvent(
+            customer_id=customer_id,
+            channel=channel,
+            client_ip=client_ip[:45],
+            user_agent=user_agent[:300],
+            success=1 if success else 0,
+        )
+    )
+    await session.flush()
+
+
+async def throttled(session: AsyncSession, email: str, client_ip: str) -> bool:
+    """True while the email or the client IP has too many recent failures."""
+    since = utcnow() - FAILURE_WINDOW
+    email = email.strip().lower()
+    rows = (
+        await session.execute(
+            select(LoginFailure.email, LoginFailure.client_ip).where(
+                LoginFailure.created_at >= since,
+                or_(LoginFailure.email == email, LoginFailure.client_ip == client_ip),
+            )
+        )
+    ).all()
+    by_email = sum(1 for r in rows if r.email == email)
+    by_ip = sum(1 for r in rows if r.client_ip == client_ip)
+    return by_email >= MAX_FAILURES_PER_EMAIL or by_ip >= MAX_FAILURES_PER_IP
+
+
+async def sign_in(
+    session: AsyncSession, email: str, password: str, channel: str, client_ip: str, user_agent: str
+) -> Customer | None:
+    """Check a password; record the attempt (history for a known account, failure for throttling)."""
+    email = email.strip().lower()[:320]
+    customer = await find_by_email(session, email)
+    ok = verify_password(customer.password_hash if customer else _DUMMY_HASH, password)
+    ok = ok and customer is not None and customer.status == "active"
+    if customer is not None:
+        await record_login(session, customer.id, channel, client_ip, user_agent, ok)
+    if not ok:
+        session.add(LoginFailure(email=email, client_ip=client_ip[:45]))
+        await session.flush()
+        return None
+    return customer
+
+
+async def change_password(session: AsyncSession, customer_id: int, current: str, new: str) -> None:
+    customer = await get_customer(session, customer_id)
+    if not verify_password(customer.password_hash, current):
+        raise ValidationFailed("the current password is not correct", field="current_password")
+    check_password(new)
+    if new == current:
+        raise ValidationFailed("the new password must differ from the current one", field="new_password")
+    customer.password_hash = hash_password(new)
+    await session.flush()
+
+
+class LoginHistoryQuery(BaseModel):
+    offset: int = Field(default=0, ge=0)
+    limit: int = Field(default=50, ge=1, le=200)
+
+
+class LoginRecord(BaseModel):
+    time: datetime
+    client_ip: str
+    user_agent: str
+    channel: str = Field(description="web (dashboard) or legacy (Basic auth)")
+    success: bool
+
+
+class LoginHistory(BaseModel):
+    items: list[LoginRecord]
+    offset: int
+    limit: int
+    total: int
+
+
+async def login_history(ctx: Context, q: LoginHistoryQuery) -> LoginHistory:
+    where = LoginEvent.customer_id == ctx.customer_id
+    count = select(func.count()).select_from(LoginEvent).where(where)
+    total = (await ctx.session.execute(count)).scalar_one()
+    rows = (
+        await ctx.session.execute(
+            select(LoginEvent)
+            .where(where)
+            .order_by(LoginEvent.created_at.desc(), LoginEvent.id.desc())
+            .offset(q.offset)
+            .limit(q.limit)
+        )
+    ).scalars()
+    items = [
+        LoginRecord(
+            time=e.created_at,
+            client_ip=e.client_ip,
+            user_agent=e.user_agent,
+            channel=e.channel,
+            success=bool(e.success),
+        )
+        for e in rows
+    ]
+    return LoginHistory(items=items, offset=q.offset, limit=q.limit, total=total)
+
+
+LOGIN_HISTORY = Operation(
+    name="get_login_history",
+    summary="Sign-ins to your account (dashboard, legacy API), newest first: time, IP, user agent, success.",
+    method="GET",
+    path="/customer/me/login-history",
+    handler=login_history,
+    input=LoginHistoryQuery,
+    output=LoginHistory,
+    scopes=frozenset({Scope.customer_read}),
+    tags=("profile",),
+)
+register(LOGIN_HISTORY)

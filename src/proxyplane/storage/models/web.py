@@ -1,0 +1,38 @@
+"""Dashboard sign-in state: server-side sessions and failed sign-in attempts (for throttling)."""
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from proxyplane.core.clock import utcnow
+from proxyplane.storage.models.base import Base
+from proxyplane.storage.types import BigIntPK, UTCDateTime
+
+
+class WebSession(Base):
+    """One signed-in browser. The cookie holds a random token; only its sha256 is stored here.
+    Log out and password change set `revoked_at`, so a stolen cookie stops working at once."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"), index=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    client_ip: Mapped[str] = mapped_column(String(45), default="")
+    user_agent: Mapped[str] = mapped_column(String(300), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class LoginFailure(Base):
+    """A failed dashboard sign-in, kept by email and client IP (also for emails with no account)."""
+
+    __tablename__ = "login_failures"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    email: Mapped[str] = mapped_column(String(320), index=True)
+    client_ip: Mapped[str] = mapped_column(String(45), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)

@@ -1,0 +1,61 @@
+"""The real app served by uvicorn on 127.0.0.1 (random port) in a background thread, for browser tests."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+
+from proxyplane.core.settings import Settings
+from proxyplane.platform import Platform
+from proxyplane.storage.engine import Database
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextmanager
+def serve(database_url: str, home: Path) -> Iterator[str]:
+    """Yield the base URL of a running control plane; stop it afterwards."""
+    from proxyplane.adapters.rest.app import create_app
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    settings = Settings(
+        home=home,
+        database_url=database_url,
+        secret_key="browser-test-key",
+        api_port=port,
+        public_base_url=base,
+    )
+    platform = Platform(settings, Database(settings.resolved_database_url()))
+    config = uvicorn.Config(create_app(platform), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("dashboard server did not start")
+        time.sleep(0.05)
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        sock.close()
