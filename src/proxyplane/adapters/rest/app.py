@@ -49,6 +49,9 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
 
     router.include_router(payments_router(platform))
     app.include_router(router)
+    from proxyplane.adapters.legacy import legacy_router
+
+    app.include_router(legacy_router(platform))  # the legacy account API at /api
     from proxyplane.adapters.checkout.pages import checkout_router
 
     app.include_router(checkout_router(platform))

@@ -3,6 +3,7 @@
 from proxyplane.storage.models import gateway as _gateway  # noqa: F401  (usage, sticky sessions: issue 9)
 from proxyplane.storage.models.base import Base
 from proxyplane.storage.models.customers import ApiKey, Customer
+from proxyplane.storage.models.legacy import LegacyListUpdate
 from proxyplane.storage.models.services import (
     CatalogProduct,
     PriceBookOverride,
@@ -30,6 +31,7 @@ __all__ = [
     "Deposit",
     "IdempotencyRecord",
     "LedgerEntry",
+    "LegacyListUpdate",
     "LoginEvent",
     "LoginFailure",
     "PriceBookOverride",

@@ -1,0 +1,137 @@
+"""IP lists (`/api/iplist/{typel}/{formatl}/{id}`), credit, and network status.
+
+Every list line works as-is with curl (`curl -x <line> URL`):
+    http-ip    ip:port                                   (HTTP, whitelisted client IP)
+    socks-ip   socks5h://ip:port                         (SOCKS5, whitelisted client IP)
+    http-auth  login:password@ip:port                    (HTTP with the service credentials)
+    ppr-http   login:password@gateway-host:http-port     (rotating gateway)
+    ppr-socks  socks5h://login:password@gateway-host:socks-port
+txt: one line per proxy, CRLF-terminated; json: array of those strings; csv: one row per proxy with the
+columns host,port[,login,password] (no header). A service that is not active lists nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from proxyplane.adapters.legacy.handlers import owned_service
+from proxyplane.adapters.legacy.render import CLIENT_NOT_FOUND
+from proxyplane.core.gateway_settings import GatewaySettings
+from proxyplane.core.scopes import Scope
+from proxyplane.domains.services import service as services
+from proxyplane.ops import Context, Effect, Operation
+from proxyplane.storage.models import ServiceIp, StockIp
+
+TYPES = ("http-ip", "socks-ip", "http-auth", "ppr-http", "ppr-socks")
+FORMATS = ("csv", "txt", "json")
+ROTATING = "proxy_rotating"
+
+
+class ListRef(BaseModel):
+    id: str
+    typel: str
+    formatl: str
+
+
+class Entry(BaseModel):
+    host: str
+    port: int
+    login: str = ""
+    password: str = ""
+    scheme: str = ""
+
+    def line(self) -> str:
+        auth = f"{self.login}:{self.password}@" if self.login else ""
+        return f"{self.scheme}{auth}{self.host}:{self.port}"
+
+
+async def ip_list(ctx: Context, ref: ListRef) -> list[Entry] | None:
+    """The entries, [] when the service is not active; None when the type does not fit the service."""
+    svc = await owned_service(ctx, ref.id)
+    rotating = svc.product_kind == ROTATING
+    if ref.typel.startswith("ppr-") != rotating:
+        return None
+    if not services.is_served(svc):
+        return []
+    login, password = svc.login, services.reveal_password(ctx.platform.secrets, svc)
+    gw = GatewaySettings()
+    if rotating:  # the gateway the product was sold with, else the configured one (as v1 proxy/config)
+        sold = dict((svc.parameters or {}).get("gateway") or {})
+        host = str(sold.get("host", gw.host))
+        if ref.typel == "ppr-http":
+            port = int(sold.get("http_port", gw.http_port))
+            return [Entry(host=host, port=port, login=login, password=password)]
+        port = int(sold.get("socks5_port", gw.socks_port))
+        return [Entry(host=host, port=port, login=login, password=password, scheme="socks5h://")]
+    http_port, socks_port = gw.static_http_port, gw.static_socks_port
+    out = []
+    for ip in await services.service_ips(ctx.session, svc.service_id):
+        if ref.typel == "http-ip":
+            out.append(Entry(host=ip.address, port=http_port))
+        elif ref.typel == "socks-ip":
+            out.append(Entry(host=ip.address, port=socks_port, scheme="socks5h://"))
+        else:
+            out.append(Entry(host=ip.address, port=http_port, login=login, password=password))
+    return out
+
+
+def as_txt(entries: list[Entry]) -> str:
+    return "".join(e.line() + "\r\n" for e in entries)
+
+
+def as_csv(entries: list[Entry]) -> str:
+    rows = []
+    for e in entries:
+        cells = [e.host, str(e.port)] + ([e.login, e.password] if e.login else [])
+        rows.append(",".join(cells) + "\r\n")
+    return "".join(rows)
+
+
+def as_json(entries: list[Entry]) -> list[str]:
+    return [e.line() for e in entries]
+
+
+class StatusRef(BaseModel):
+    id: str
+
+
+async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
+    """IPs of the service that are not served: all of them while the service is not active, otherwise
+    those the operator retired from stock (still allocated until a refresh replaces them)."""
+    svc = await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
+    if svc.product_kind == ROTATING:
+        return []
+    held = await services.service_ips(ctx.session, svc.service_id)
+    if not services.is_served(svc):
+        return [ip.address for ip in held]
+    retired = await ctx.session.execute(
+        select(ServiceIp.address)
+        .join(StockIp, StockIp.id == ServiceIp.ip_id)
+        .where(
+            ServiceIp.service_id == svc.service_id,
+            ServiceIp.released_at.is_(None),
+            StockIp.retired_at.is_not(None),
+        )
+        .order_by(ServiceIp.id)
+    )
+    return list(retired.scalars())
+
+
+def _op(name: str, handler: Any, input_model: type[BaseModel], scopes: set[str]) -> Operation:
+    return Operation(
+        name=f"legacy_{name}",
+        summary=f"legacy API: {name}",
+        method="GET",
+        path=f"/api/{name}",
+        handler=handler,
+        input=input_model,
+        scopes=frozenset(scopes),
+        effect=Effect.READ,
+        mcp=False,
+    )
+
+
+IPLIST = _op("iplist", ip_list, ListRef, {Scope.services_read})
+INACTIVE = _op("networkstatus_inactive", inactive_ips, StatusRef, {Scope.services_read})

@@ -1,0 +1,143 @@
+"""The legacy account API's routes under /api (hand-written: paths, bodies and error texts are fixed by
+the legacy document). Each route: authenticate (400/401 text bodies), run one operation through
+`ops.invoke`, render the exact bytes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from proxyplane.adapters.legacy import handlers, lists, service_put
+from proxyplane.adapters.legacy.auth import authenticate
+from proxyplane.adapters.legacy.render import (
+    UNPROCESSABLE,
+    LegacyError,
+    Money,
+    error,
+    fail,
+    json_response,
+    text_response,
+)
+from proxyplane.core.errors import DomainError
+from proxyplane.operations import REGISTRY
+from proxyplane.ops import Caller, invoke
+from proxyplane.platform import Platform
+
+Endpoint = Callable[[Request, Caller], Awaitable[Response]]
+CSV_TYPE = "text/csv; charset=UTF-8"
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise fail() from None
+    if not isinstance(data, dict):
+        raise fail()
+    return data
+
+
+def legacy_router(platform: Platform) -> APIRouter:
+    router = APIRouter(prefix="/api", include_in_schema=False)
+
+    def route(path: str, method: str = "GET") -> Callable[[Endpoint], Endpoint]:
+        def wrap(fn: Endpoint) -> Endpoint:
+            async def endpoint(request: Request) -> Response:
+                try:
+                    caller = await authenticate(platform, request)
+                    return await fn(request, caller)
+                except LegacyError as exc:
+                    return exc.response
+                except DomainError:
+                    return error(UNPROCESSABLE)
+
+            router.add_api_route(path, endpoint, methods=[method], name=f"legacy {method} {path}")
+            return fn
+
+        return wrap
+
+    async def run(op: Any, caller: Caller, data: Any) -> Any:
+        return await invoke(platform, op, caller, data)
+
+    def param(request: Request, name: str) -> str:
+        return str(request.path_params.get(name, ""))
+
+    @route("/clients")
+    async def clients(request: Request, caller: Caller) -> Response:
+        return json_response(await run(handlers.CLIENTS, caller, handlers.Ref()))
+
+    @route("/billing/credit")
+    async def credit(request: Request, caller: Caller) -> Response:
+        balance = await run(REGISTRY["get_balance"], caller, None)
+        return json_response({"credit": Money(balance.balance_cents)})
+
+    @route("/services")
+    async def services(request: Request, caller: Caller) -> Response:
+        return json_response(await run(handlers.SERVICES, caller, handlers.Ref()))
+
+    @route("/service/{id}")
+    async def service(request: Request, caller: Caller) -> Response:
+        return json_response(await run(handlers.SERVICE, caller, handlers.Ref(id=param(request, "id"))))
+
+    @route("/service/{id}", "PUT")
+    async def put_service(request: Request, caller: Caller) -> Response:
+        body = await _body(request)
+        data = service_put.PutService(
+            id=param(request, "id"),
+            setip=body.get("setip"),
+            update_list=body.get("update_list"),
+            password=body.get("password"),
+        )
+        return json_response(await run(service_put.PUT, caller, data))
+
+    @route("/products")
+    async def products(request: Request, caller: Caller) -> Response:
+        return json_response(await run(handlers.PRODUCTS, caller, handlers.Ref()))
+
+    @route("/products/orderby/{field}")
+    async def products_ordered(request: Request, caller: Caller) -> Response:
+        field = param(request, "field")
+        if field not in handlers.ORDER_FIELDS:
+            return error(UNPROCESSABLE)
+        return json_response(await run(handlers.PRODUCTS, caller, handlers.Ref(id=field)))
+
+    @route("/product/{pid}")
+    async def product(request: Request, caller: Caller) -> Response:
+        return json_response(await run(handlers.PRODUCT, caller, handlers.Ref(id=param(request, "pid"))))
+
+    @route("/product/{pid}", "POST")
+    async def order_product(request: Request, caller: Caller) -> Response:
+        body = await _body(request)
+        data = handlers.ProductOrder(
+            pid=param(request, "pid"), clientid=body.get("clientid"), setip=body.get("setip")
+        )
+        return json_response(await run(handlers.ORDER, caller, data))
+
+    @route("/iplist/{typel}/{formatl}/{id}")
+    async def iplist(request: Request, caller: Caller) -> Response:
+        ref = lists.ListRef(
+            id=param(request, "id"), typel=param(request, "typel"), formatl=param(request, "formatl")
+        )
+        if ref.typel not in lists.TYPES or ref.formatl not in lists.FORMATS:
+            return error(UNPROCESSABLE)
+        entries = await run(lists.IPLIST, caller, ref)
+        if entries is None:
+            return error(UNPROCESSABLE)
+        if ref.formatl == "json":
+            return json_response(lists.as_json(entries))
+        if ref.formatl == "csv":
+            return text_response(lists.as_csv(entries), media_type=CSV_TYPE)
+        return text_response(lists.as_txt(entries))
+
+    @route("/networkstatus/inactive/{id}")
+    async def inactive(request: Request, caller: Caller) -> Response:
+        return json_response(await run(lists.INACTIVE, caller, lists.StatusRef(id=param(request, "id"))))
+
+    return router

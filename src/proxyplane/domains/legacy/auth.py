@@ -1,0 +1,50 @@
+"""Account email + password verification for the legacy API's Basic credential, with a login record.
+argon2 runs in a worker thread so a verification never stalls the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.security import hash_password, verify_password
+from proxyplane.domains.accounts.service import find_by_email
+from proxyplane.storage.models import Customer, LoginEvent
+
+CHANNEL = "legacy"
+_DUMMY_HASH = hash_password("legacy-timing-equaliser")
+
+
+async def verify_account(
+    session: AsyncSession, email: str, password: str, client_ip: str, user_agent: str
+) -> Customer | None:
+    """The active account with this email and password, or None. A login_events row is written for a
+    known email (success or not); an unknown email still pays one argon2 verification (same timing)."""
+    customer = await find_by_email(session, email[:320])
+    stored = customer.password_hash if customer is not None else _DUMMY_HASH
+    ok = await asyncio.to_thread(verify_password, stored, password)
+    ok = ok and customer is not None and customer.status == "active"
+    if customer is not None:
+        session.add(
+            LoginEvent(
+                customer_id=customer.id,
+                channel=CHANNEL,
+                client_ip=client_ip[:45],
+                user_agent=user_agent[:300],
+                success=1 if ok else 0,
+            )
+        )
+        await session.flush()
+    return customer if ok else None
+
+
+async def still_valid(session: AsyncSession, customer_id: int, password_hash: str) -> bool:
+    """A cached verification holds while the account is active and its password hash unchanged
+    (a password change writes a new hash, so it invalidates every cached credential at once)."""
+    row = (
+        await session.execute(
+            select(Customer.password_hash, Customer.status).where(Customer.id == customer_id)
+        )
+    ).one_or_none()
+    return row is not None and row.status == "active" and row.password_hash == password_hash
