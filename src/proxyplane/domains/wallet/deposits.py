@@ -17,7 +17,6 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.processors.base import PaymentEvent, PaymentProcessor
 from proxyplane.storage.models import Deposit
 
-
 # Extension point: other domains react to a deposit leaving `pending` (e.g. an order's checkout).
 # A hook runs in the same transaction, only in the one that moved the deposit, after the wallet credit.
 # It may return a service id whose entitlements changed; those are collected in
