@@ -2,13 +2,17 @@
 
 from proxyplane.domains.accounts import logins as _logins  # noqa: F401
 from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
+from proxyplane.domains.addons import ops as _addons  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
 from proxyplane.domains.events import ops as _events  # noqa: F401
+from proxyplane.domains.invoices import ops as _invoices  # noqa: F401
+from proxyplane.domains.ips import ops as _ips  # noqa: F401
 from proxyplane.domains.orders import ops as _orders  # noqa: F401
 from proxyplane.domains.proxy import ops as _proxy  # noqa: F401
 from proxyplane.domains.proxy import sticky_ops as _sticky  # noqa: F401
+from proxyplane.domains.renewals import ops as _renewals  # noqa: F401
 from proxyplane.domains.services import ops as _services  # noqa: F401
 from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
 from proxyplane.domains.usage import ops as _usage  # noqa: F401

@@ -5,6 +5,7 @@ string for GET/DELETE and the JSON body otherwise (unknown body fields are refus
 
 from __future__ import annotations
 
+import base64
 import inspect
 import re
 from typing import Annotated, Any
@@ -106,11 +107,20 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
         result = await invoke(platform, op, caller, data)
         if op.output is None:
             return Response(status_code=op.status_code)
+        if "binary" in op.extra:  # (base64 field, media type field, filename field): serve raw bytes
+            data_field, type_field, name_field = op.extra["binary"]
+            return Response(
+                base64.b64decode(getattr(result, data_field)),
+                media_type=getattr(result, type_field),
+                headers={"Content-Disposition": f'inline; filename="{getattr(result, name_field)}"'},
+            )
         return result
 
     endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     endpoint.__name__ = op.name
     extra: dict[str, Any] = {} if op.output else {"response_class": Response}
+    if "binary" in op.extra:
+        extra = {"response_class": Response, "response_model": None}
     router.add_api_route(
         op.path,
         endpoint,
@@ -119,10 +129,9 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
         operation_id=op.name,
         summary=op.summary,
         description=_description(op),
-        response_model=op.output,
         status_code=op.status_code,
         tags=list(op.tags),
-        **extra,
+        **{"response_model": op.output, **extra},
     )
 
 

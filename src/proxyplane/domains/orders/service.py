@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.events import services as service_events
+from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing import PricingError, Quote, merge_segments, order_minimum_error, quote_lines
 from proxyplane.domains.pricing.store import load_pricebook
 from proxyplane.domains.services import service as services
@@ -201,6 +202,7 @@ async def place_order(
         svc.deposit_id = deposit.id
         svc.amount_due_cents = due
     await session.flush()
+    await invoices.record_order(session, svc, quote, wallet_part, due, payment_method, svc.deposit_id)
     await service_events.order_placed(session, svc, due)
     return OrderResult(svc, priced, wallet_part, due, deposit)
 

@@ -10,6 +10,7 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.pricing import PricingError
 from proxyplane.domains.pricing.store import load_pricebooks
+from proxyplane.domains.renewals import service as renewals
 from proxyplane.domains.services import service as services
 from proxyplane.domains.services.schemas import ServiceOut, service_out
 from proxyplane.ops import Context, Effect, Operation, register
@@ -81,13 +82,15 @@ async def renew_service(ctx: Context, data: RenewIn) -> RenewOut:
     svc = await services.get_owned(ctx.session, ctx.customer_id, data.service_id)
     percent = await term_percent(ctx, svc, data.period_months)
     charged = await services.renew(ctx.session, svc, data.period_months, percent)
+    charged += await renewals.after_manual_renew(ctx.session, svc, data.period_months, charged)
     emit_changed(ctx, svc.service_id)
     return RenewOut(service=await service_out(ctx.session, ctx.platform.secrets, svc), charged_cents=charged)
 
 
 async def cancel_service(ctx: Context, data: ServiceRef) -> CancelOut:
     svc = await services.get_owned(ctx.session, ctx.customer_id, data.service_id)
-    await services.cancel(ctx.session, svc)
+    refund = await services.cancel(ctx.session, svc)
+    await renewals.after_cancel(ctx.session, svc, refund)  # add-ons' refund, credit notes
     emit_changed(ctx, svc.service_id)
     return CancelOut(
         service=await service_out(ctx.session, ctx.platform.secrets, svc),

@@ -322,12 +322,17 @@ async def cancel(session: AsyncSession, service: Service, now: datetime | None =
 
 
 async def expire_due(session: AsyncSession, now: datetime | None = None) -> list[uuid.UUID]:
-    """Mark active services past their term as expired and free their IPs (the expiry job)."""
+    """Mark active services past their term as expired and free their IPs (the expiry job). Services
+    with auto_renew on are left to domains/renewals (renew, or suspend with a grace period)."""
     now = now or utcnow()
     due = (
         (
             await session.execute(
-                select(Service).where(Service.status == "active", Service.current_period_end <= now)
+                select(Service).where(
+                    Service.status == "active",
+                    Service.current_period_end <= now,
+                    Service.auto_renew.is_(False),  # auto-renewing ones: the renewal job (suspend, grace)
+                )
             )
         )
         .scalars()

@@ -1,5 +1,6 @@
 """All models, imported so that Base.metadata knows every table (Alembic reads it)."""
 
+from proxyplane.storage.models import billing as _billing  # noqa: F401  (add-ons, invoices: issue 5)
 from proxyplane.storage.models import gateway as _gateway  # noqa: F401  (usage, sticky sessions: issue 9)
 from proxyplane.storage.models.base import Base
 from proxyplane.storage.models.customers import ApiKey, Customer

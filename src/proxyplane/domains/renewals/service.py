@@ -1,0 +1,373 @@
+"""Auto-renewal, suspension for non-payment, resume, and expiry.
+
+Rules (docs/decisions.md "Add-ons, refresh, invoices, renewals"):
+- auto_renew on: from `renew_before` ahead of the term end the job renews from the wallet for another
+  `period_months` (service at its renewal price with the term discount, plus active add-ons at their
+  monthly price); the new term follows the old one. One renewal per (service, term end): a unique claim
+  row, so two workers never renew the same term twice.
+- balance short: retried on every pass until the term ends; then the service is `suspended` (not served,
+  IPs kept). During the grace period each pass retries (a resume from the wallet); `resume` does the same
+  on request. A resumed service starts a fresh term from the moment it resumes.
+- after the grace period a suspended service is terminated: status `expired`, IPs back to stock, add-ons
+  ended without refund.
+- auto_renew off: at the term end the service expires (IPs back to stock, add-ons ended).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import Conflict, InsufficientBalance
+from proxyplane.domains.accounts.service import get_customer
+from proxyplane.domains.addons import service as addons
+from proxyplane.domains.invoices import service as invoices
+from proxyplane.domains.pricing.store import load_pricebooks
+from proxyplane.domains.services import service as services
+from proxyplane.domains.stock import service as stock
+from proxyplane.domains.wallet import service as wallet
+from proxyplane.storage.engine import Database
+from proxyplane.storage.models import Service
+from proxyplane.storage.models.billing import RenewalClaim
+
+
+@dataclass(frozen=True)
+class RenewalPolicy:
+    renew_before: timedelta = timedelta(days=1)
+    grace: timedelta = timedelta(days=3)
+
+    @classmethod
+    def from_env(cls) -> RenewalPolicy:
+        """PROXYPLANE_RENEW_BEFORE_HOURS (default 24), PROXYPLANE_RENEWAL_GRACE_HOURS (default 72)."""
+        return cls(
+            renew_before=timedelta(hours=float(os.environ.get("PROXYPLANE_RENEW_BEFORE_HOURS", "24"))),
+            grace=timedelta(hours=float(os.environ.get("PROXYPLANE_RENEWAL_GRACE_HOURS", "72"))),
+        )
+
+
+@dataclass
+class PassReport:
+    renewed: list[uuid.UUID] = field(default_factory=list)
+    resumed: list[uuid.UUID] = field(default_factory=list)
+    suspended: list[uuid.UUID] = field(default_factory=list)
+    terminated: list[uuid.UUID] = field(default_factory=list)
+    expired: list[uuid.UUID] = field(default_factory=list)
+    short: list[uuid.UUID] = field(default_factory=list)  # renewal tried, balance short, still in term
+
+    @property
+    def changed(self) -> list[uuid.UUID]:
+        return [*self.renewed, *self.resumed, *self.suspended, *self.terminated, *self.expired]
+
+
+async def term_lines(session: AsyncSession, svc: Service) -> tuple[list[invoices.Line], list[tuple]]:  # type: ignore[type-arg]
+    """Invoice lines of one more term: the service (term discount) and its active add-ons."""
+    months = svc.period_months
+    book = (await load_pricebooks(session)).get(svc.product_kind)
+    percent = book.term_discount_percent(months) if book else 0
+    charge = services.renewal_charge_cents(svc.renewal_price_cents, months, percent)
+    gross = svc.renewal_price_cents * months
+    lines = [
+        invoices.Line(
+            f"Service #{svc.number} ({svc.product_kind}), {months} month(s)",
+            months,
+            svc.renewal_price_cents,
+            gross,
+        )
+    ]
+    if gross != charge:
+        lines.append(
+            invoices.Line(f"Term discount {months} months ({percent} %)", 1, charge - gross, charge - gross)
+        )
+    partner = (await get_customer(session, svc.customer_id)).partner_discount_percent
+    extra = await addons.renewal_lines(session, svc, months, partner)
+    lines.extend(line for _, line in extra)
+    return lines, extra
+
+
+async def price_of_term(session: AsyncSession, svc: Service) -> int:
+    lines, _ = await term_lines(session, svc)
+    return sum(line.amount_cents for line in lines)
+
+
+async def _charge_term(
+    session: AsyncSession,
+    svc: Service,
+    new_start: datetime | None,
+    new_end: datetime,
+    kind: str,
+    now: datetime,
+) -> int:
+    """Debit one term (402 leaves the transaction to be rolled back), extend add-ons, write the invoice."""
+    lines, extra = await term_lines(session, svc)
+    total = sum(line.amount_cents for line in lines)
+    addon_total = sum(line.amount_cents for _, line in extra)
+    entry = None
+    what = "Resume" if kind == "resume" else "Renewal"
+    if total > 0:
+        entry = await wallet.debit(
+            session,
+            svc.customer_id,
+            total,
+            "renewal",
+            f"{what} of service #{svc.number} for {svc.period_months} month(s)",
+            service_id=svc.service_id,
+        )
+    for addon, line in extra:
+        addons.extend(addon, line, new_end, new_start)
+    service_part = total - addon_total
+    if new_start is not None:
+        svc.current_period_start, svc.period_price_cents = new_start, service_part
+    else:
+        svc.period_price_cents += service_part
+    svc.current_period_end = new_end
+    await invoices.record_charge(
+        session,
+        svc.customer_id,
+        kind="renewal",
+        description=f"{'Resume' if kind == 'resume' else 'Renewal'} of service #{svc.number}",
+        lines=lines,
+        service_id=svc.service_id,
+        ledger_entries=[entry],
+        now=now,
+    )
+    await session.flush()
+    return total
+
+
+async def renew_term(session: AsyncSession, svc: Service, now: datetime) -> int:
+    """Automatic renewal of the current term (claimed once per term end). Raises Conflict when another
+    worker already renewed this term, InsufficientBalance when the wallet is short."""
+    assert svc.current_period_end is not None
+    old_end = svc.current_period_end
+    claim = RenewalClaim(service_id=svc.service_id, term_end=old_end, charged_cents=0, created_at=now)
+    session.add(claim)
+    try:
+        await session.flush()
+    except IntegrityError:
+        raise Conflict(f"the term ending {old_end} of service {svc.service_id} is already renewed") from None
+    charged = await _charge_term(
+        session, svc, None, services.add_months(old_end, svc.period_months), "renewal", now
+    )
+    claim.charged_cents = charged
+    await session.flush()
+    return charged
+
+
+def suspended_for_nonpayment(svc: Service, now: datetime) -> bool:
+    return svc.status == "suspended" and svc.current_period_end is not None and svc.current_period_end <= now
+
+
+async def resume(session: AsyncSession, svc: Service, now: datetime | None = None) -> int:
+    """Pay one term from the wallet and reactivate a service suspended for non-payment; the new term
+    starts now. Idempotent by the conditional status change (a second concurrent resume fails)."""
+    now = now or utcnow()
+    if svc.status == "active" and services.effective_status(svc, now) == "active":
+        raise Conflict(f"service {svc.service_id} is active; nothing to resume")
+    if not suspended_for_nonpayment(svc, now):
+        raise Conflict(
+            f"service {svc.service_id} is {services.effective_status(svc, now)}; it cannot be resumed"
+        )
+    moved = await session.execute(
+        update(Service)
+        .where(Service.number == svc.number, Service.status == "suspended")
+        .values(status="active")
+        .execution_options(synchronize_session=False)
+    )
+    if moved.rowcount != 1:  # type: ignore[attr-defined]
+        raise Conflict(f"service {svc.service_id} was resumed or ended meanwhile")
+    await session.refresh(svc)
+    return await _charge_term(session, svc, now, services.add_months(now, svc.period_months), "resume", now)
+
+
+async def set_auto_renew(session: AsyncSession, svc: Service, enabled: bool) -> None:
+    if svc.status in ("expired", "cancelled"):
+        raise Conflict(f"service {svc.service_id} is {svc.status}")
+    svc.auto_renew = enabled
+    await session.flush()
+
+
+async def end_service(session: AsyncSession, svc: Service, from_status: str, now: datetime) -> bool:
+    """Expire a service (term over, not renewed): IPs back to stock, add-ons ended without refund."""
+    moved = await session.execute(
+        update(Service)
+        .where(Service.number == svc.number, Service.status == from_status)
+        .values(status="expired", purchase_key=None)
+        .execution_options(synchronize_session=False)
+    )
+    if moved.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    await stock.release(session, svc.service_id)
+    await addons.cancel_all(session, svc.service_id, now, refund=False)
+    return True
+
+
+# --- the periodic pass ------------------------------------------------------------------------------
+
+
+async def _ids(db: Database, *cond: object) -> list[int]:
+    async with db.unit_of_work(write=False) as uow:
+        return list((await uow.session.execute(select(Service.number).where(*cond))).scalars())  # type: ignore[arg-type]
+
+
+async def run_pass(
+    db: Database, now: datetime | None = None, policy: RenewalPolicy | None = None
+) -> PassReport:
+    """One pass of the renewal job. Each service is handled in its own transaction; safe to run on
+    several workers at once (claims and conditional status changes decide who acts)."""
+    now = now or utcnow()
+    policy = policy or RenewalPolicy()
+    report = PassReport()
+    due = await _ids(
+        db,
+        Service.status == "active",
+        Service.auto_renew.is_(True),
+        Service.current_period_end <= now + policy.renew_before,
+    )
+    for number in due:
+        await _renew_one(db, number, now, report)
+    suspended = await _ids(db, Service.status == "suspended", Service.current_period_end <= now)
+    for number in suspended:
+        await _suspended_one(db, number, now, policy, report)
+    lapsed = await _ids(
+        db, Service.status == "active", Service.auto_renew.is_(False), Service.current_period_end <= now
+    )
+    for number in lapsed:
+        async with db.unit_of_work() as uow:
+            svc = await uow.session.get(Service, number)
+            if svc is not None and await end_service(uow.session, svc, "active", now):
+                await uow.commit()
+                report.expired.append(svc.service_id)
+    return report
+
+
+async def _renew_one(db: Database, number: int, now: datetime, report: PassReport) -> None:
+    short = False
+    async with db.unit_of_work() as uow:
+        svc = await uow.session.get(Service, number)
+        if svc is None or svc.status != "active" or not svc.auto_renew:
+            return
+        try:
+            await renew_term(uow.session, svc, now)
+            await uow.commit()
+            report.renewed.append(svc.service_id)
+            return
+        except Conflict:
+            return
+        except InsufficientBalance:
+            short = True
+    if short:
+        async with db.unit_of_work() as uow:
+            svc = await uow.session.get(Service, number)
+            if svc is None or svc.current_period_end is None:
+                return
+            if svc.current_period_end > now:
+                report.short.append(svc.service_id)
+                return
+            moved = await uow.session.execute(
+                update(Service)
+                .where(
+                    Service.number == number, Service.status == "active", Service.current_period_end <= now
+                )
+                .values(status="suspended")
+                .execution_options(synchronize_session=False)
+            )
+            await uow.commit()
+            if moved.rowcount == 1:  # type: ignore[attr-defined]
+                report.suspended.append(svc.service_id)
+
+
+async def _suspended_one(
+    db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
+) -> None:
+    async with db.unit_of_work() as uow:
+        svc = await uow.session.get(Service, number)
+        if svc is None or svc.status != "suspended" or svc.current_period_end is None:
+            return
+        if svc.current_period_end + policy.grace <= now:
+            if await end_service(uow.session, svc, "suspended", now):
+                await uow.commit()
+                report.terminated.append(svc.service_id)
+            return
+        if not svc.auto_renew:
+            return
+        try:
+            await resume(uow.session, svc, now)
+            await uow.commit()
+            report.resumed.append(svc.service_id)
+        except (Conflict, InsufficientBalance):
+            return
+
+
+# --- hooks for the services domain's manual renew and cancel ----------------------------------------
+
+
+async def after_manual_renew(
+    session: AsyncSession, svc: Service, months: int, charged: int, now: datetime | None = None
+) -> int:
+    """services.renew charged the service part of `months` more: charge the active add-ons for the same
+    extension and write the renewal invoice. Returns the add-ons' charge."""
+    now = now or utcnow()
+    assert svc.current_period_end is not None
+    partner = (await get_customer(session, svc.customer_id)).partner_discount_percent
+    extra = await addons.renewal_lines(session, svc, months, partner)
+    addon_total = sum(line.amount_cents for _, line in extra)
+    entries = []
+    if addon_total > 0:
+        entries.append(
+            await wallet.debit(
+                session,
+                svc.customer_id,
+                addon_total,
+                "renewal",
+                f"Add-ons of service #{svc.number} for {months} month(s)",
+                service_id=svc.service_id,
+            )
+        )
+    for addon, line in extra:
+        addons.extend(addon, line, svc.current_period_end)
+    gross = svc.renewal_price_cents * months
+    lines = [
+        invoices.Line(
+            f"Service #{svc.number} ({svc.product_kind}), {months} month(s)",
+            months,
+            svc.renewal_price_cents,
+            gross,
+        )
+    ]
+    if charged != gross:
+        lines.append(invoices.Line(f"Term discount {months} months", 1, charged - gross, charged - gross))
+    lines.extend(line for _, line in extra)
+    await invoices.record_charge(
+        session,
+        svc.customer_id,
+        kind="renewal",
+        description=f"Renewal of service #{svc.number}",
+        lines=lines,
+        service_id=svc.service_id,
+        ledger_entries=entries,
+        now=now,
+    )
+    return addon_total
+
+
+async def after_cancel(session: AsyncSession, svc: Service, refund: int, now: datetime | None = None) -> int:
+    """services.cancel refunded `refund` for the service: end its add-ons (refunding their unused time) and
+    write the credit notes. Returns the add-ons' refund."""
+    now = now or utcnow()
+    addon_refund = await addons.cancel_all(session, svc.service_id, now, refund=True)
+    await invoices.record_refund(
+        session,
+        svc.customer_id,
+        svc.service_id,
+        refund,
+        f"Service #{svc.number} cancelled: unused time",
+        now=now,
+    )
+    return addon_refund

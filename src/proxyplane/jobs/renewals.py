@@ -1,0 +1,91 @@
+"""The renewal job: renew due auto-renewing services from the wallet, suspend on a short balance,
+terminate after the grace period, expire the rest. Runs inside `proxyplane serve` (a lifespan part) and
+on its own as `proxyplane renewals` when scaled out; several copies may run at once (see
+domains/renewals/service.py for why a term is never renewed twice)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.settings import Settings
+from proxyplane.domains.renewals.service import PassReport, RenewalPolicy, run_pass
+from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
+from proxyplane.platform import Platform
+
+log = logging.getLogger("proxyplane.renewals")
+DEFAULT_INTERVAL_SECONDS = 60.0
+
+
+async def run_once(
+    platform: Platform, now: datetime | None = None, policy: RenewalPolicy | None = None
+) -> PassReport:
+    report = await run_pass(platform.db, now, policy or RenewalPolicy.from_env())
+    for service_id in report.changed:
+        platform.emit(ENTITLEMENTS_CHANGED, service_id)
+    return report
+
+
+async def run_forever(
+    platform: Platform,
+    stop: asyncio.Event,
+    interval: float = DEFAULT_INTERVAL_SECONDS,
+    clock: Callable[[], datetime] = utcnow,
+) -> None:
+    while not stop.is_set():
+        try:
+            report = await run_once(platform, clock())
+            if report.changed or report.short:
+                log.info(
+                    "renewals: %d renewed, %d resumed, %d suspended, %d terminated, %d expired, %d short",
+                    len(report.renewed),
+                    len(report.resumed),
+                    len(report.suspended),
+                    len(report.terminated),
+                    len(report.expired),
+                    len(report.short),
+                )
+        except Exception:  # keep the job alive; the next pass retries
+            log.exception("renewal pass failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
+
+
+@contextlib.asynccontextmanager
+async def renewal_task(platform: Platform, interval: float = DEFAULT_INTERVAL_SECONDS) -> AsyncIterator[None]:
+    """An app lifespan part: the renewal job in the background until shutdown."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_forever(platform, stop, interval), name="renewals")
+    try:
+        yield
+    finally:
+        stop.set()
+        try:
+            await asyncio.wait_for(task, 30)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+
+
+async def run_standalone(settings: Settings, interval: float, once: bool) -> PassReport | None:
+    """`proxyplane renewals`: migrate, then run passes until SIGINT/SIGTERM (or one pass with --once)."""
+    from proxyplane.storage.migrate import upgrade
+
+    await upgrade(settings.resolved_database_url())
+    platform = Platform(settings)
+    try:
+        if once:
+            return await run_once(platform)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await run_forever(platform, stop, interval)
+        return None
+    finally:
+        await platform.close()
