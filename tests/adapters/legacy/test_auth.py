@@ -18,6 +18,13 @@ pytestmark = pytest.mark.anyio
 
 ENDPOINTS = [
     ("GET", "/api/clients"),
+    ("GET", "/api/stats/1"),
+    ("GET", "/api/rate/1"),
+    ("GET", "/api/networkstatus/errors/1"),
+    ("GET", "/api/sticky/list/1"),
+    ("GET", "/api/sticky/rotate/1/gw/abc"),
+    ("GET", "/api/sticky/changettl/1/5"),
+    ("GET", "/api/sticky/resetall/1"),
     ("GET", "/api/product/1"),
     ("POST", "/api/product/1"),
     ("GET", "/api/products"),

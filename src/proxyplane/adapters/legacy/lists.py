@@ -119,6 +119,13 @@ async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
     return list(retired.scalars())
 
 
+async def error_ips(ctx: Context, ref: StatusRef) -> list[str]:
+    """Exit IPs with errors. The gateway meters errors per service, category and destination host, not
+    per exit IP, so no IP can be singled out: always the empty array ("no data") for now."""
+    await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
+    return []
+
+
 def _op(name: str, handler: Any, input_model: type[BaseModel], scopes: set[str]) -> Operation:
     return Operation(
         name=f"legacy_{name}",
@@ -135,3 +142,4 @@ def _op(name: str, handler: Any, input_model: type[BaseModel], scopes: set[str])
 
 IPLIST = _op("iplist", ip_list, ListRef, {Scope.services_read})
 INACTIVE = _op("networkstatus_inactive", inactive_ips, StatusRef, {Scope.services_read})
+ERRORS = _op("networkstatus_errors", error_ips, StatusRef, {Scope.usage_read})

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from proxyplane.adapters.legacy import handlers, lists, service_put
+from proxyplane.adapters.legacy import handlers, lists, service_put, sticky
 from proxyplane.adapters.legacy.auth import authenticate
 from proxyplane.adapters.legacy.render import (
     UNPROCESSABLE,
@@ -139,5 +139,38 @@ def legacy_router(platform: Platform) -> APIRouter:
     @route("/networkstatus/inactive/{id}")
     async def inactive(request: Request, caller: Caller) -> Response:
         return json_response(await run(lists.INACTIVE, caller, lists.StatusRef(id=param(request, "id"))))
+
+    @route("/networkstatus/errors/{id}")
+    async def errors(request: Request, caller: Caller) -> Response:
+        return json_response(await run(lists.ERRORS, caller, lists.StatusRef(id=param(request, "id"))))
+
+    @route("/stats/{id}")
+    async def stats(request: Request, caller: Caller) -> Response:
+        return json_response(await run(sticky.STATS, caller, sticky.StickyRef(id=param(request, "id"))))
+
+    @route("/rate/{id}")
+    async def rate(request: Request, caller: Caller) -> Response:
+        return json_response(await run(sticky.RATE, caller, sticky.StickyRef(id=param(request, "id"))))
+
+    @route("/sticky/list/{id}")
+    async def sticky_list(request: Request, caller: Caller) -> Response:
+        return json_response(await run(sticky.LIST, caller, sticky.StickyRef(id=param(request, "id"))))
+
+    @route("/sticky/rotate/{id}/{server}/{session}")
+    async def sticky_rotate(request: Request, caller: Caller) -> Response:
+        ref = sticky.StickyRef(
+            id=param(request, "id"), server=param(request, "server"), session=param(request, "session")
+        )
+        return json_response(await run(sticky.ROTATE, caller, ref))
+
+    @route("/sticky/changettl/{id}/{ttl}")
+    async def sticky_ttl(request: Request, caller: Caller) -> Response:
+        ref = sticky.StickyRef(id=param(request, "id"), ttl=param(request, "ttl"))
+        result = await run(sticky.TTL, caller, ref)
+        return text_response("") if result is None else json_response(result)
+
+    @route("/sticky/resetall/{id}")
+    async def sticky_reset(request: Request, caller: Caller) -> Response:
+        return json_response(await run(sticky.RESET, caller, sticky.StickyRef(id=param(request, "id"))))
 
     return router
