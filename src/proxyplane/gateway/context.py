@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .access import AccessProvider
+from .deadlines import Deadlines
 from .limits import ConnectionLimiter
 from .metering import Meter
 from .routing import Router
@@ -21,6 +22,7 @@ class Settings:
     upstream_idle_timeout: float = 30.0
     max_idle_upstreams_per_destination: int = 64
     sniff_socks_on_http: bool = True  # an HTTP listener also answers SOCKS5 (first byte 0x05)
+    sweep_interval: float = 1.0  # how often the timeouts above are checked (see deadlines.py)
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Context:
     meter: Meter
     settings: Settings
     pool: UpstreamPool = field(default_factory=UpstreamPool)
+    deadlines: Deadlines = field(default_factory=Deadlines)  # handshake, connect and idle timeouts
     # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
     unattributed_errors: Counter[str] = field(default_factory=Counter)
 

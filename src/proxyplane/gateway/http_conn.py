@@ -8,7 +8,6 @@ from typing import cast
 
 from .access import AuthError, Grant, authenticate
 from .context import Context
-from .metering import Flow
 from .protocol.errors import ProtocolError
 from .protocol.http_proxy import (
     CONNECT_ESTABLISHED,
@@ -24,7 +23,7 @@ from .protocol.http_proxy import (
 from .protocol.username import UsernameError
 from .relay import Relay, RelayEnd
 from .routing import RoutingError
-from .upstream import UpstreamError, literal_family, open_connection
+from .upstream import Connector, UpstreamError, literal_family, open_connection
 
 _CONNECTING = 1  # reasons the client transport's reading is paused (bit mask)
 _BUFFER_FULL = 2
@@ -95,7 +94,9 @@ class HttpProxyConnection(asyncio.Protocol):
         self.paused = 0
         self.write_paused = False
         self.last_active = 0.0
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None  # opening an upstream for a forwarded request
+        self.connector: Connector | None = None  # opening a CONNECT tunnel's upstream
+        self.tunnel_host = ""
 
     # -- client transport callbacks --
     @property
@@ -142,9 +143,12 @@ class HttpProxyConnection(asyncio.Protocol):
         return self.req is not None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.tunneling and self.task is None:
+        if self.tunneling and self.connector is None:
             return  # the relay owns the transport now
         self.closed = True
+        if self.connector is not None:
+            self.connector.cancel()
+            self.connector = None
         if self.task is not None and not self.task.done():
             self.task.cancel()
         up = self.upstream
@@ -259,7 +263,7 @@ class HttpProxyConnection(asyncio.Protocol):
             self.reused = False
             self.pending = [req.head]
             self.pause(_CONNECTING)
-            self.task = asyncio.ensure_future(self.connect(key))
+            self.task = asyncio.get_running_loop().create_task(self.connect(key))
         return True
 
     async def connect(self, key: tuple[str, str, int]) -> None:
@@ -349,7 +353,8 @@ class HttpProxyConnection(asyncio.Protocol):
             self.retried = self.reused = True
             self.pending = [req.head]
             self.pause(_CONNECTING)
-            self.task = asyncio.ensure_future(self.connect((self.exit_ip, req.host, req.port)))
+            key = (self.exit_ip, req.host, req.port)
+            self.task = asyncio.get_running_loop().create_task(self.connect(key))
             return
         self.fail(502, "upstream closed the connection", "upstream_closed", self.req_service, req.host)
 
@@ -365,31 +370,28 @@ class HttpProxyConnection(asyncio.Protocol):
             self.fail(502, str(exc), exc.reason, service_id, req.host)
             return
         self.tunneling = True
+        self.req_service, self.tunnel_host = service_id, req.host
         self.pause(_CONNECTING)
-        self.task = asyncio.ensure_future(self.open_tunnel(service_id, exit_ip, req.host, req.port))
+        self.connector = Connector(self.ctx, self, RelayEnd, exit_ip, req.host, req.port)
 
-    async def open_tunnel(self, service_id: str, exit_ip: str, host: str, port: int) -> None:
-        ctx = self.ctx
-        try:
-            transport, end = await open_connection(RelayEnd, exit_ip, host, port,
-                                                   ctx.settings.connect_timeout)
-        except UpstreamError as exc:
-            self.task = None
-            self.tunneling = False
-            self.fail(exc.status, str(exc), exc.reason, service_id, host)
-            return
-        self.task = None
-        if self.closed or self.transport is None or self.transport.is_closing():
+    def connected(self, transport: asyncio.Transport, end: RelayEnd) -> None:
+        """The tunnel's upstream connection is open (``Connector`` callback)."""
+        self.connector = None
+        client = self.transport
+        if self.closed or client is None or client.is_closing():
             transport.close()
             return
-        self.transport.write(CONNECT_ESTABLISHED)
-        ctx.meter.record(service_id, host, requests=1)
-        flow = ctx.meter.open_flow(service_id, host)
+        client.write(CONNECT_ESTABLISHED)
+        ctx = self.ctx
+        flow = ctx.meter.open_flow(self.req_service, self.tunnel_host, requests=1)
         slot, self.service_id = self.service_id, None  # the relay releases the slot when it ends
         self.closed = True
-        relay = Relay(self.transport, end, flow, idle_timeout=ctx.settings.idle_timeout,
-                      on_close=lambda _r: tunnel_closed(ctx, flow, slot))
-        relay.start(self.parser.take_rest())
+        Relay(ctx, client, end, flow, slot).start(self.parser.take_rest())
+
+    def connect_failed(self, error: UpstreamError) -> None:
+        self.connector = None
+        self.tunneling = False
+        self.fail(error.status, str(error), error.reason, self.req_service, self.tunnel_host)
 
     # -- endings --
     def reply_and_close(self, reply: bytes) -> None:
@@ -412,7 +414,3 @@ class HttpProxyConnection(asyncio.Protocol):
             self.transport.close()
 
 
-def tunnel_closed(ctx: Context, flow: Flow, slot: str | None) -> None:
-    ctx.meter.close_flow(flow)
-    if slot is not None:
-        ctx.limiter.release(slot)

@@ -42,15 +42,19 @@ UsageSink = Callable[[list[UsageRow]], Awaitable[None]]
 
 
 class Flow:
-    """Byte counters of one tunnel or one HTTP client connection's current destination."""
+    """Counters of one tunnel (or one UDP destination): plain attribute increments on the hot path,
+    moved into the minute rows by ``Meter.harvest`` / ``Meter.close_flow``. The request and connection
+    counts a tunnel opens with ride along, so opening a tunnel touches no row at all."""
 
-    __slots__ = ("service_id", "host", "up", "down", "_up_seen", "_down_seen")
+    __slots__ = ("service_id", "host", "up", "down", "requests", "connections", "_up_seen", "_down_seen")
 
-    def __init__(self, service_id: str, host: str) -> None:
+    def __init__(self, service_id: str, host: str, requests: int = 0, connections: int = 0) -> None:
         self.service_id = service_id
         self.host = host
         self.up = 0
         self.down = 0
+        self.requests = requests
+        self.connections = connections
         self._up_seen = 0
         self._down_seen = 0
 
@@ -84,8 +88,8 @@ class Meter:
         if error is not None:
             row.errors[error] = row.errors.get(error, 0) + 1
 
-    def open_flow(self, service_id: str, host: str) -> Flow:
-        flow = Flow(service_id, host)
+    def open_flow(self, service_id: str, host: str, *, requests: int = 0, connections: int = 0) -> Flow:
+        flow = Flow(service_id, host, requests, connections)
         self._flows.add(flow)
         return flow
 
@@ -95,10 +99,14 @@ class Meter:
 
     def _harvest_one(self, flow: Flow) -> None:
         up, down = flow.take_delta()
-        if up or down:
+        requests, connections = flow.requests, flow.connections
+        if up or down or requests or connections:
+            flow.requests = flow.connections = 0
             row = self._row(flow.service_id, flow.host)
             row.bytes_up += up
             row.bytes_down += down
+            row.requests += requests
+            row.connections += connections
 
     def harvest(self) -> None:
         for flow in list(self._flows):

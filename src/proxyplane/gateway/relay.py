@@ -1,19 +1,23 @@
-"""Bidirectional byte relay between two asyncio transports.
+"""Bidirectional byte relay between two asyncio transports (CONNECT and SOCKS5 tunnels).
 
 Each side gets a ``RelayEnd`` protocol; bytes read on one side are written to the other. Backpressure:
 when a side's write buffer passes its high-water mark, reading on the other side pauses until it drains.
 Half-close: an EOF from one side becomes ``write_eof()`` on the other (or a close when that transport
-cannot half-close, e.g. TLS); both EOFs close both. Idle timeout: no byte either way for ``idle_timeout``
-seconds closes both. Bytes are counted into a metering ``Flow`` (client→upstream = up).
+cannot half-close, e.g. TLS); both EOFs close both. Idle timeout: a tunnel that moved no byte either way
+during a whole ``idle_timeout`` window is closed at a sweep of ``ctx.deadlines`` (no timer per tunnel).
+Bytes are counted into a metering ``Flow`` (client→upstream = up); when the relay ends the flow is
+closed and the service's connection slot released.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from .metering import Flow
+
+if TYPE_CHECKING:
+    from .context import Context
 
 
 class RelayEnd(asyncio.Protocol):
@@ -24,9 +28,9 @@ class RelayEnd(asyncio.Protocol):
 
     def __init__(self, is_client: bool = False) -> None:
         self.transport: asyncio.Transport | None = None
-        self.peer: RelayEnd | None = None
+        self.peer: asyncio.Transport | None = None  # the other side's transport once linked
         self.relay: Relay | None = None
-        self.pending: list[bytes] = []
+        self.pending: list[bytes] | None = None
         self.eof = False
         self.lost = False
         self.is_client = is_client
@@ -37,11 +41,14 @@ class RelayEnd(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         peer = self.peer
         if peer is None:
-            self.pending.append(data)
+            if self.relay is None:  # not linked yet: hold
+                if self.pending is None:
+                    self.pending = [data]
+                else:
+                    self.pending.append(data)
             return
-        assert peer.transport is not None and self.relay is not None
-        peer.transport.write(data)
-        flow = self.relay.flow
+        peer.write(data)
+        flow = self.relay.flow  # type: ignore[union-attr]  # set together with peer
         if self.is_client:
             flow.up += len(data)
         else:
@@ -49,12 +56,11 @@ class RelayEnd(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         self.eof = True
-        if self.relay is not None:
-            self.relay.side_eof(self)
-        return self._can_half_close()
-
-    def _can_half_close(self) -> bool:
-        return self.transport is not None and self.transport.can_write_eof()
+        relay = self.relay
+        if relay is not None:
+            relay.side_eof(self)
+        transport = self.transport
+        return transport is not None and transport.can_write_eof()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -62,76 +68,97 @@ class RelayEnd(asyncio.Protocol):
             self.relay.close()
 
     def pause_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None:
-            self.peer.transport.pause_reading()
+        if self.peer is not None:
+            self.peer.pause_reading()
 
     def resume_writing(self) -> None:
-        if self.peer is not None and self.peer.transport is not None and not self.peer.eof:
-            self.peer.transport.resume_reading()
+        relay = self.relay
+        if self.peer is not None and relay is not None:
+            other = relay.client_end if self is relay.upstream_end else relay.upstream_end
+            if not other.eof:
+                self.peer.resume_reading()
 
 
 class Relay:
-    def __init__(self, client: asyncio.Transport, upstream: RelayEnd, flow: Flow, *,
-                 idle_timeout: float = 300.0, on_close: Callable[[Relay], None] | None = None) -> None:
+    __slots__ = ("ctx", "flow", "client_end", "upstream_end", "slot", "closed", "_last_total", "_deadline")
+
+    def __init__(self, ctx: Context, client: asyncio.Transport, upstream: RelayEnd, flow: Flow,
+                 slot: str | None) -> None:
+        """``slot``: the service whose concurrent-connection slot this tunnel holds (released at close)."""
+        self.ctx = ctx
         self.flow = flow
-        self.client_end = RelayEnd(is_client=True)
+        self.slot = slot
+        self.client_end = end = RelayEnd(is_client=True)
         self.upstream_end = upstream
-        self.idle_timeout = idle_timeout
         self.closed = False
-        self._on_close = on_close
-        self._last_total = -1
-        self._timer: asyncio.TimerHandle | None = None
-        client.set_protocol(self.client_end)
-        self.client_end.connection_made(client)
+        self._last_total = 0
+        self._deadline = 0
+        client.set_protocol(end)
+        end.transport = client
 
     def start(self, client_bytes: bytes = b"") -> None:
         """Link both ends; ``client_bytes`` (read before the relay existed) go upstream first."""
         client, upstream = self.client_end, self.upstream_end
-        client.peer, upstream.peer = upstream, client
         client.relay = upstream.relay = self
-        if upstream.lost or upstream.transport is None or client.transport is None:
+        ct, ut = client.transport, upstream.transport
+        if upstream.lost or ut is None or ct is None:
             self.close()
             return
+        client.peer, upstream.peer = ut, ct
         if client_bytes:
-            client.pending.insert(0, client_bytes)
+            client.data_received(client_bytes)
         for end in (client, upstream):
-            pending, end.pending = end.pending, []
-            for data in pending:
-                end.data_received(data)
+            if end.pending is not None:
+                pending, end.pending = end.pending, None
+                for data in pending:
+                    end.data_received(data)
         if upstream.eof:
             self.side_eof(upstream)
         if not self.closed:
-            client.transport.resume_reading()
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self.idle_timeout, self._check_idle)
+            ct.resume_reading()
+            flow = self.flow
+            self._last_total = flow.up + flow.down
+            self._deadline = self.ctx.deadlines.add(self, self.ctx.settings.idle_timeout)
 
     def side_eof(self, end: RelayEnd) -> None:
-        peer = end.peer
-        if peer is None or peer.transport is None:
-            return
-        if peer.eof:
+        other = self.client_end if end is self.upstream_end else self.upstream_end
+        if other.eof:
             self.close()
-        elif peer.transport.can_write_eof():
-            peer.transport.write_eof()
+            return
+        peer = end.peer
+        if peer is None:
+            return
+        if peer.can_write_eof():
+            peer.write_eof()
         else:
             self.close()
 
-    def _check_idle(self) -> None:
-        total = self.flow.up + self.flow.down
+    def expire(self) -> None:
+        """Idle check at a deadline sweep: close when no byte moved since the last check."""
+        if self.closed:
+            return
+        flow = self.flow
+        total = flow.up + flow.down
         if total == self._last_total:
             self.close()
             return
         self._last_total = total
-        self._timer = asyncio.get_running_loop().call_later(self.idle_timeout, self._check_idle)
+        self._deadline = self.ctx.deadlines.add(self, self.ctx.settings.idle_timeout)
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-        for end in (self.client_end, self.upstream_end):
+        ctx = self.ctx
+        if self._deadline:
+            ctx.deadlines.remove(self, self._deadline)
+        client, upstream = self.client_end, self.upstream_end
+        for end in (client, upstream):
             if end.transport is not None:
                 end.transport.close()
-        if self._on_close is not None:
-            self._on_close(self)
+            end.relay = None  # break the reference cycles: plain refcounting frees the tunnel
+            end.peer = None
+        ctx.meter.close_flow(self.flow)
+        if self.slot is not None:
+            ctx.limiter.release(self.slot)
+            self.slot = None

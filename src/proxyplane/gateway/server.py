@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from dataclasses import dataclass
 
 from .access import AccessProvider, AccessTable
@@ -139,9 +140,20 @@ class Gateway:
         return sorted(self._static_servers)
 
     async def _sweeper(self) -> None:
+        """Timeouts of every connection (handshake, connect, tunnel idle) at each ``sweep_interval``,
+        idle pooled upstream connections every 5 s."""
+        ctx = self.ctx
+        interval = ctx.settings.sweep_interval
+        next_pool = time.monotonic() + 5.0
         while True:
-            await asyncio.sleep(5.0)
-            self.ctx.pool.sweep()
+            await asyncio.sleep(interval)
+            try:
+                ctx.deadlines.sweep()
+                if time.monotonic() >= next_pool:
+                    next_pool = time.monotonic() + 5.0
+                    ctx.pool.sweep()
+            except Exception:
+                log.exception("timeout sweep failed")
 
     async def close(self) -> None:
         for job in self._jobs:

@@ -8,14 +8,13 @@ from typing import cast
 
 from .access import AuthError, Grant, authenticate
 from .context import Context
-from .http_conn import tunnel_closed
 from .metering import Flow
 from .protocol import socks5
 from .protocol.errors import ProtocolError
 from .protocol.udp import build_udp_datagram, parse_udp_datagram
 from .relay import Relay, RelayEnd
 from .routing import RoutingError
-from .upstream import UpstreamError, literal_family, open_connection
+from .upstream import Connector, UpstreamError, literal_family
 
 
 class Socks5Connection(asyncio.Protocol):
@@ -31,7 +30,9 @@ class Socks5Connection(asyncio.Protocol):
         self.handed_over = False
         self.task: asyncio.Task[None] | None = None
         self.udp: UdpAssociation | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.connector: Connector | None = None
+        self.deadline = 0  # the handshake timeout's Deadlines bucket while negotiating
+        self.host = ""
 
     @property
     def listen_ip(self) -> str:
@@ -47,13 +48,19 @@ class Socks5Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         if self.static:
             self.static_ip = self.listen_ip
-        loop = asyncio.get_running_loop()
-        self.timer = loop.call_later(self.ctx.settings.handshake_timeout, self.handshake_timeout)
+        self.deadline = self.ctx.deadlines.add(self, self.ctx.settings.handshake_timeout)
 
-    def handshake_timeout(self) -> None:
-        if not self.parser.done and not self.closed:
+    def expire(self) -> None:
+        """The handshake timeout (a ``Deadlines`` sweep): no complete request in time."""
+        self.deadline = 0
+        if not self.closed:
             self.ctx.error(None, "", "handshake_timeout")
             self.close()
+
+    def end_handshake(self) -> None:
+        if self.deadline:
+            self.ctx.deadlines.remove(self, self.deadline)
+            self.deadline = 0
 
     def data_received(self, data: bytes) -> None:
         if self.parser.done:
@@ -111,6 +118,7 @@ class Socks5Connection(asyncio.Protocol):
         self.close()
 
     def on_request(self, req: socks5.SocksRequest) -> None:
+        self.end_handshake()
         grant = self.grant
         assert grant is not None
         service = grant.service
@@ -137,35 +145,32 @@ class Socks5Connection(asyncio.Protocol):
         assert self.transport is not None
         if req.command == socks5.CMD_UDP_ASSOCIATE:
             self.ctx.meter.record(sid, "", connections=1)
-            self.task = asyncio.ensure_future(self.start_udp(sid, exit_ip))
+            self.task = asyncio.get_running_loop().create_task(self.start_udp(sid, exit_ip))
             return
-        self.ctx.meter.record(sid, req.host, connections=1, requests=1)
+        # the connection and request are counted with the tunnel's flow (or with the failure)
+        self.host = req.host
         self.transport.pause_reading()
-        self.task = asyncio.ensure_future(self.open_tunnel(sid, exit_ip, req.host, req.port))
+        self.connector = Connector(self.ctx, self, RelayEnd, exit_ip, req.host, req.port)
 
-    async def open_tunnel(self, sid: str, exit_ip: str, host: str, port: int) -> None:
-        ctx = self.ctx
-        try:
-            transport, end = await open_connection(RelayEnd, exit_ip, host, port,
-                                                   ctx.settings.connect_timeout)
-        except UpstreamError as exc:
-            self.task = None
-            self.refuse(exc.rep, exc.reason, sid, host)
-            return
-        self.task = None
-        if self.closed or self.transport is None or self.transport.is_closing():
+    def connected(self, transport: asyncio.Transport, end: RelayEnd) -> None:
+        """The tunnel's upstream connection is open (``Connector`` callback)."""
+        self.connector = None
+        client = self.transport
+        if self.closed or client is None or client.is_closing():
             transport.close()
             return
-        bound = transport.get_extra_info("sockname")
-        self.send(self.parser.reply(socks5.REP_SUCCEEDED, bound[0], bound[1]))
-        flow = ctx.meter.open_flow(sid, host)
+        ctx = self.ctx
+        self.send(self.parser.reply(socks5.REP_SUCCEEDED, *bound_address(transport)))
+        flow = ctx.meter.open_flow(self.slot or "", self.host, requests=1, connections=1)
         slot, self.slot = self.slot, None
         self.handed_over = True
-        if self.timer is not None:
-            self.timer.cancel()
-        relay = Relay(self.transport, end, flow, idle_timeout=ctx.settings.idle_timeout,
-                      on_close=lambda _r: tunnel_closed(ctx, flow, slot))
-        relay.start(self.parser.take_rest())
+        Relay(ctx, client, end, flow, slot).start(self.parser.take_rest())
+
+    def connect_failed(self, error: UpstreamError) -> None:
+        self.connector = None
+        sid = self.slot or ""
+        self.ctx.meter.record(sid, self.host, connections=1, requests=1)
+        self.refuse(error.rep, error.reason, sid, self.host)
 
     async def start_udp(self, sid: str, exit_ip: str) -> None:
         loop = asyncio.get_running_loop()
@@ -182,16 +187,18 @@ class Socks5Connection(asyncio.Protocol):
             assoc.close()
             return
         self.udp = assoc
-        if self.timer is not None:
-            self.timer.cancel()
         self.send(self.parser.reply(socks5.REP_SUCCEEDED, self.listen_ip, assoc.client_port))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.handed_over:
             return
         self.closed = True
-        if self.timer is not None:
-            self.timer.cancel()
+        self.end_handshake()
+        if self.connector is not None:
+            self.connector.cancel()
+            self.connector = None
+            # counted here since the tunnel never opened
+            self.ctx.meter.record(self.slot or "", self.host, connections=1, requests=1)
         if self.task is not None and not self.task.done():
             self.task.cancel()
         if self.udp is not None:
@@ -205,6 +212,12 @@ class Socks5Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+
+def bound_address(transport: asyncio.BaseTransport) -> tuple[str, int]:
+    """The upstream socket's local address (BND.ADDR/BND.PORT of the SOCKS5 reply)."""
+    name = transport.get_extra_info("sockname")
+    return str(name[0]), int(name[1])
 
 
 class _Datagrams(asyncio.DatagramProtocol):

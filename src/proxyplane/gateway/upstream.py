@@ -7,8 +7,11 @@ import functools
 import ipaddress
 import socket
 import time
-from collections.abc import Callable
-from typing import Protocol, TypeVar, cast
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+if TYPE_CHECKING:
+    from .context import Context
 
 P = TypeVar("P", bound=asyncio.BaseProtocol)
 
@@ -35,36 +38,129 @@ def literal_family(host: str) -> int | None:
     return socket.AF_INET if ip.version == 4 else socket.AF_INET6
 
 
+def upstream_error(exc: BaseException, host: str, port: int) -> UpstreamError:
+    """The UpstreamError for an exception raised while resolving/connecting."""
+    if isinstance(exc, socket.gaierror):
+        return UpstreamError(f"cannot resolve {host}", 502, 4, "dns")
+    if isinstance(exc, ConnectionRefusedError):
+        return UpstreamError(f"{host}:{port} refused the connection", 502, 5, "refused")
+    return UpstreamError(f"cannot connect to {host}:{port}", 502, 3, "connect")
+
+
+def timeout_error(host: str, port: int) -> UpstreamError:
+    return UpstreamError(f"timeout connecting to {host}:{port}", 504, 4, "timeout")
+
+
+async def _resolve_and_connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str,
+                               host: str, port: int) -> tuple[asyncio.BaseTransport, P]:
+    family = socket.AF_INET6 if ":" in exit_ip else socket.AF_INET
+    infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+    if not infos:
+        raise socket.gaierror("no address")
+    # TCP_NODELAY is set by asyncio and uvloop on every TCP transport already
+    return await loop.create_connection(factory, str(infos[0][4][0]), port, local_addr=(exit_ip, 0))
+
+
+def _connect_coro(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str, host: str,
+                  port: int) -> Coroutine[Any, Any, tuple[asyncio.BaseTransport, P]]:
+    if literal_family(host) is None:
+        return _resolve_and_connect(loop, factory, exit_ip, host, port)
+    return loop.create_connection(factory, host, port, local_addr=(exit_ip, 0))
+
+
 async def open_connection(factory: Callable[[], P], exit_ip: str, host: str, port: int,
                           timeout: float) -> tuple[asyncio.Transport, P]:
     """Connect to host:port from ``exit_ip`` (DNS names resolved here, in the exit IP's family)."""
     loop = asyncio.get_running_loop()
-    family = socket.AF_INET6 if ":" in exit_ip else socket.AF_INET
-    task = asyncio.current_task()
-    timer = loop.call_later(timeout, task.cancel) if task is not None else None
     try:
-        addr = host
-        if literal_family(host) is None:
-            infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
-            if not infos:
-                raise socket.gaierror("no address")
-            addr = str(infos[0][4][0])
-        # TCP_NODELAY is set by asyncio and uvloop on every TCP transport already
-        transport, protocol = await loop.create_connection(factory, addr, port, local_addr=(exit_ip, 0))
-    except asyncio.CancelledError as exc:
-        if timer is None or loop.time() < timer.when():
-            raise  # cancelled from outside, not our timeout
-        raise UpstreamError(f"timeout connecting to {host}:{port}", 504, 4, "timeout") from exc
-    except socket.gaierror as exc:
-        raise UpstreamError(f"cannot resolve {host}", 502, 4, "dns") from exc
-    except ConnectionRefusedError as exc:
-        raise UpstreamError(f"{host}:{port} refused the connection", 502, 5, "refused") from exc
+        async with asyncio.timeout(timeout):
+            transport, protocol = await _connect_coro(loop, factory, exit_ip, host, port)
+    except TimeoutError as exc:
+        raise timeout_error(host, port) from exc
     except OSError as exc:
-        raise UpstreamError(f"cannot connect to {host}:{port}", 502, 3, "connect") from exc
-    finally:
-        if timer is not None:
-            timer.cancel()
+        raise upstream_error(exc, host, port) from exc
     return cast(asyncio.Transport, transport), protocol
+
+
+class ConnectOwner(Protocol):
+    """Who gets the result of a ``Connector``."""
+
+    def connected(self, transport: asyncio.Transport, protocol: Any) -> None: ...
+
+    def connect_failed(self, error: UpstreamError) -> None: ...
+
+
+class Connector:
+    """Opens one upstream connection for a tunnel without an ``asyncio.Task``.
+
+    The event loop's ``create_connection`` coroutine is stepped by hand: each future it waits on gets
+    ``_step`` as its done-callback, which is all a Task would do, minus creating and registering the
+    Task and one extra loop iteration before the connect starts. The connect timeout is a
+    ``Deadlines`` entry (no timer per connection). The owner gets exactly one of ``connected`` or
+    ``connect_failed``, unless ``cancel()`` was called first (then neither; a transport that still
+    arrives is closed).
+    """
+
+    __slots__ = ("owner", "ctx", "host", "port", "_coro", "_waiting", "_deadline", "_timed_out",
+                 "_cancelled")
+
+    def __init__(self, ctx: Context, owner: ConnectOwner, factory: Callable[[], asyncio.BaseProtocol],
+                 exit_ip: str, host: str, port: int) -> None:
+        self.owner = owner
+        self.ctx = ctx
+        self.host = host
+        self.port = port
+        self._waiting: asyncio.Future[Any] | None = None
+        self._timed_out = self._cancelled = False
+        self._coro = _connect_coro(asyncio.get_running_loop(), factory, exit_ip, host, port)
+        self._deadline = ctx.deadlines.add(self, ctx.settings.connect_timeout)
+        self._step(None)
+
+    def _step(self, _fut: object) -> None:
+        try:
+            waiting = self._coro.send(None)
+        except StopIteration as stop:
+            self._finish(stop.value, None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the owner (or dropped when cancelled)
+            self._finish(None, exc)
+        else:
+            if waiting is None:  # a bare yield: step again on the next loop iteration
+                asyncio.get_running_loop().call_soon(self._step, None)
+                return
+            self._waiting = waiting
+            waiting.add_done_callback(self._step)
+
+    def _finish(self, result: tuple[asyncio.BaseTransport, Any] | None, exc: BaseException | None) -> None:
+        self._waiting = None
+        self.ctx.deadlines.remove(self, self._deadline)
+        if result is not None:
+            if self._cancelled:
+                result[0].close()
+            else:
+                self.owner.connected(cast(asyncio.Transport, result[0]), result[1])
+            return
+        if self._timed_out:
+            self.owner.connect_failed(timeout_error(self.host, self.port))
+        elif self._cancelled:
+            return
+        elif isinstance(exc, OSError):
+            self.owner.connect_failed(upstream_error(exc, self.host, self.port))
+        elif isinstance(exc, Exception):
+            self.owner.connect_failed(UpstreamError(f"cannot connect: {exc}", 502, 1, "connect"))
+        elif exc is not None and not isinstance(exc, asyncio.CancelledError):
+            raise exc
+
+    def expire(self) -> None:
+        """The connect timeout (a ``Deadlines`` sweep)."""
+        if self._waiting is not None and not self._cancelled:
+            self._timed_out = True
+            self._waiting.cancel()
+
+    def cancel(self) -> None:
+        """The client went away: stop connecting; the owner hears nothing more."""
+        self._cancelled = True
+        if self._waiting is not None:
+            self._waiting.cancel()
 
 
 class Pooled(Protocol):
