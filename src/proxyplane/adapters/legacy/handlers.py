@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from proxyplane.adapters.legacy import views
+from proxyplane.adapters.legacy.billing import latest_invoice_id
 from proxyplane.adapters.legacy.render import (
     CLIENT_NOT_FOUND,
     PRODUCT_NOT_FOUND,
@@ -163,7 +164,7 @@ async def order_product(ctx: Context, data: ProductOrder) -> dict[str, Any]:
     return {
         "serviceId": svc.number,
         "orderId": svc.number,
-        "invoiceId": await _invoice_of(ctx, svc),
+        "invoiceId": await latest_invoice_id(ctx, svc),
         "amount": Money(charged),
         "ip": ips[0].address if ips else str(gateway.get("host", "")),
     }
@@ -209,11 +210,6 @@ async def _default_parameters(ctx: Context, product: legacy_products.LegacyProdu
         elif choices:
             out[name] = choices[0]
     return out
-
-
-async def _invoice_of(ctx: Context, svc: Service) -> int:
-    """Id of the newest invoice of the service; 0 until the invoices domain records purchases."""
-    return 0
 
 
 def op(name: str, handler: Any, scopes: set[str], effect: Effect = Effect.READ) -> Operation:

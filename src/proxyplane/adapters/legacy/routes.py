@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from proxyplane.adapters.legacy import handlers, lists, service_put, sticky
+from proxyplane.adapters.legacy import billing, handlers, lists, service_put, sticky
 from proxyplane.adapters.legacy.auth import authenticate
 from proxyplane.adapters.legacy.render import (
     UNPROCESSABLE,
@@ -77,6 +77,14 @@ def legacy_router(platform: Platform) -> APIRouter:
     async def credit(request: Request, caller: Caller) -> Response:
         balance = await run(REGISTRY["get_balance"], caller, None)
         return json_response({"credit": Money(balance.balance_cents)})
+
+    @route("/billing/invoices")
+    async def invoices(request: Request, caller: Caller) -> Response:
+        return json_response(await run(billing.INVOICES, caller, billing.InvoiceRef()))
+
+    @route("/billing/invoice/{id}")
+    async def invoice(request: Request, caller: Caller) -> Response:
+        return json_response(await run(billing.INVOICE, caller, billing.InvoiceRef(id=param(request, "id"))))
 
     @route("/services")
     async def services(request: Request, caller: Caller) -> Response:

@@ -17,6 +17,8 @@ from proxyplane.adapters.legacy.render import CLIENT_NOT_FOUND, INVALID_IPV4, TO
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, ValidationFailed
 from proxyplane.core.scopes import Scope
+from proxyplane.domains.accounts.service import get_customer
+from proxyplane.domains.ips import service as ips
 from proxyplane.domains.legacy import service as legacy
 from proxyplane.domains.services.ops import emit_changed
 from proxyplane.ops import Context, Effect, Operation
@@ -98,9 +100,16 @@ async def _update_list(ctx: Context, svc: Service) -> None:
 
 
 async def _refresh(ctx: Context, svc: Service) -> None:
-    """The v1 IP refresh (issue 5, domains/ips) is not in main yet: until it is, update_list is refused
-    with 422 and nothing (not even the throttle clock) changes."""
-    raise fail()
+    """The v1 IP refresh of the whole list (domains/ips): free once per free window, otherwise charged
+    to the credit at the refresh price. Refused (422) when the service is not active or the credit is
+    short; the throttle clock then stays untouched (same transaction)."""
+    partner = (await get_customer(ctx.session, ctx.customer_id)).partner_discount_percent
+    try:
+        await ips.refresh(
+            ctx.session, svc, None, partner, can_spend=True, postgres=ctx.uow.dialect == "postgresql"
+        )
+    except DomainError:
+        raise fail() from None
 
 
 PUT = Operation(
@@ -110,7 +119,7 @@ PUT = Operation(
     path="/api/service/{id}",
     handler=put_service,
     input=PutService,
-    scopes=frozenset({Scope.services_write}),
+    scopes=frozenset({Scope.services_write, Scope.wallet_spend}),
     effect=Effect.WRITE,
     mcp=False,
 )
