@@ -171,9 +171,10 @@ async def purchase(
         )
     if kind in {a.kind for a in await active_addons(session, svc.service_id)}:
         raise Conflict(f"add-on {kind} is already active on service {svc.service_id}")
+    service_id = svc.service_id
     addon = ServiceAddon(
         addon_id=uuid.uuid4(),
-        service_id=svc.service_id,
+        service_id=service_id,
         customer_id=svc.customer_id,
         kind=kind,
         status="active",
@@ -190,8 +191,8 @@ async def purchase(
     session.add(addon)
     try:
         await session.flush()
-    except IntegrityError:  # a concurrent purchase of the same kind won
-        raise Conflict(f"add-on {kind} is already active on service {svc.service_id}") from None
+    except IntegrityError:  # a concurrent purchase of the same kind won (no attribute loads after this)
+        raise Conflict(f"add-on {kind} is already active on service {service_id}") from None
     entry = None
     if price > 0:
         entry = await wallet.debit(

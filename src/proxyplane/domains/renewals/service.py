@@ -145,13 +145,13 @@ async def renew_term(session: AsyncSession, svc: Service, now: datetime) -> int:
     """Automatic renewal of the current term (claimed once per term end). Raises Conflict when another
     worker already renewed this term, InsufficientBalance when the wallet is short."""
     assert svc.current_period_end is not None
-    old_end = svc.current_period_end
-    claim = RenewalClaim(service_id=svc.service_id, term_end=old_end, charged_cents=0, created_at=now)
+    old_end, service_id = svc.current_period_end, svc.service_id
+    claim = RenewalClaim(service_id=service_id, term_end=old_end, charged_cents=0, created_at=now)
     session.add(claim)
     try:
         await session.flush()
     except IntegrityError:
-        raise Conflict(f"the term ending {old_end} of service {svc.service_id} is already renewed") from None
+        raise Conflict(f"the term ending {old_end} of service {service_id} is already renewed") from None
     charged = await _charge_term(
         session, svc, None, services.add_months(old_end, svc.period_months), "renewal", now
     )
@@ -231,7 +231,7 @@ async def run_pass(
         Service.current_period_end <= now + policy.renew_before,
     )
     for number in due:
-        await _renew_one(db, number, now, report)
+        await _renew_one(db, number, now, policy, report)
     suspended = await _ids(db, Service.status == "suspended", Service.current_period_end <= now)
     for number in suspended:
         await _suspended_one(db, number, now, policy, report)
@@ -247,11 +247,15 @@ async def run_pass(
     return report
 
 
-async def _renew_one(db: Database, number: int, now: datetime, report: PassReport) -> None:
+async def _renew_one(
+    db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
+) -> None:
     short = False
     async with db.unit_of_work() as uow:
         svc = await uow.session.get(Service, number)
-        if svc is None or svc.status != "active" or not svc.auto_renew:
+        if svc is None or svc.status != "active" or not svc.auto_renew or svc.current_period_end is None:
+            return
+        if svc.current_period_end > now + policy.renew_before:  # another worker renewed it meanwhile
             return
         try:
             await renew_term(uow.session, svc, now)
