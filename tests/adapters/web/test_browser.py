@@ -121,3 +121,59 @@ def test_phone_width_and_security_pages(browser: Any, base_url: str, shots: Path
     page.wait_for_selector("text=Profile saved.")
     page.screenshot(path=str(shots / "profile-phone.png"), full_page=True)
     context.close()
+
+
+def test_buy_with_live_quote_then_copy_endpoint_and_cancel(
+    browser: Any, base_url: str, shots: Path, database_url: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from proxyplane.core.settings import Settings
+    from proxyplane.platform import Platform
+    from tests.domains.stock.support import fresh_stock
+
+    async def stock() -> None:
+        platform = Platform(Settings(home=tmp_path, database_url=database_url, secret_key="k"))
+        await fresh_stock(platform, "proxy_datacenter", "SK", 12)
+        await platform.close()
+
+    import threading
+
+    seeding = threading.Thread(target=asyncio.run, args=(stock(),))  # Playwright owns this thread's loop
+    seeding.start()
+    seeding.join()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url)
+    page = context.new_page()
+    sign_up(page, base_url)
+    page.goto(f"{base_url}/wallet")
+    page.fill("input[name=amount]", "100")
+    page.click("button:has-text('Continue to payment')")
+    page.click("button:has-text('Pay')")
+    page.click("text=Back to your wallet")
+    page.click("nav.mainnav >> text=Buy")
+    page.fill("input[name=n_SK]", "10")  # the script fetches the quote panel as the count changes
+    page.wait_for_selector("#quote-total")
+    first = page.inner_text("#quote-total")
+    page.select_option("select[name=period_months]", "3")
+    for _ in range(100):  # polled from Python: the page's CSP forbids evaluated strings
+        if page.inner_text("#quote-total") != first:
+            break
+        page.wait_for_timeout(100)
+    assert "3 months" in page.inner_text("#quote-total")
+    page.screenshot(path=str(shots / "buy.png"), full_page=True)
+    page.fill("input[name=whitelist]", "127.0.0.1")
+    page.click("button:has-text('Buy now')")
+    page.wait_for_url(re.compile(r".*/services/[0-9a-f-]+$"))
+    assert "your proxies are ready" in page.inner_text(".flash")
+    endpoint = page.inner_text("#endpoints tbody tr td code")
+    page.click("#endpoints tbody tr button.copy")
+    assert page.evaluate("navigator.clipboard.readText()") == endpoint
+    page.screenshot(path=str(shots / "service.png"), full_page=True)
+    page.click("text=Cancel service…")
+    page.screenshot(path=str(shots / "cancel.png"), full_page=True)
+    page.click("button:has-text('Yes, cancel and refund')")
+    page.wait_for_selector("text=refunded to your wallet")
+    page.goto(f"{base_url}/wallet")
+    assert "refund" in page.inner_text("table")
+    context.close()

@@ -27,7 +27,8 @@
   });
   document.addEventListener("submit", function (event) {
     var form = event.target;
-    var question = form.getAttribute("data-confirm");
+    var button = event.submitter;
+    var question = (button && button.getAttribute("data-confirm-button")) || form.getAttribute("data-confirm");
     if (question && !window.confirm(question)) { event.preventDefault(); }
   });
   // Live quote: forms with data-quote-url post their fields to the quote URL as they change.
