@@ -17,9 +17,11 @@ def serve_all(settings: Settings) -> None:
     from proxyplane.adapters.rest.app import create_app
 
     platform = Platform(settings)
+    from proxyplane.adapters.legacy.server import legacy_parts
     from proxyplane.gateway_cli import gateway_part
 
-    app = create_app(platform, lifespan_parts=[*_jobs(platform), gateway_part(platform)])
+    parts = [*_jobs(platform), gateway_part(platform), *legacy_parts(platform)]
+    app = create_app(platform, lifespan_parts=parts)
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
     print(
