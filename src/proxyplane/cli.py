@@ -112,3 +112,6 @@ from proxyplane import admin_stock_cli  # noqa: E402,F401  (admin stock/product/
 
 # isort: split
 from proxyplane import gateway_cli  # noqa: E402,F401  (proxyplane gateway)
+
+# isort: split
+from proxyplane import renewals_cli  # noqa: E402,F401  (proxyplane renewals)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import uvicorn
 
@@ -55,4 +56,10 @@ def _jobs(platform: Platform) -> list[object]:
     """The webhook outbox worker runs inside serve unless PROXYPLANE_WORKER_IN_SERVE=false."""
     from proxyplane.jobs.worker import worker_task
 
-    return [worker_task(platform)] if platform.settings.worker_in_serve else []
+    parts: list[object] = [worker_task(platform)] if platform.settings.worker_in_serve else []
+    # the renewal job (issue 5) too, unless PROXYPLANE_RENEWALS_IN_SERVE=false (then: proxyplane renewals)
+    if os.environ.get("PROXYPLANE_RENEWALS_IN_SERVE", "true").lower() not in ("0", "false", "no"):
+        from proxyplane.jobs.renewals import renewal_task
+
+        parts.append(renewal_task(platform))
+    return parts
