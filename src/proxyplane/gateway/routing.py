@@ -45,6 +45,8 @@ class Router:
         self._clock = clock
         self._rng = rng or random.Random()
         self._sessions: dict[str, dict[str, StickySession]] = {}
+        # exit-IP pools per (entry, country, family); entries are immutable, so the identity check suffices
+        self._pools: dict[tuple[int, str | None, int | None], tuple[ServiceEntry, list[str]]] = {}
 
     def choose(self, grant: Grant, listen_ip: str | None, family: int | None = None) -> str:
         """The exit IP for one request/connection. ``family`` restricts to IPv4/IPv6 exits (the
@@ -76,6 +78,17 @@ class Router:
         return self._sticky(entry, sid, pool, options.ttl_minutes if options is not None else None)
 
     def _pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> list[str]:
+        key = (id(entry), country, family)
+        cached = self._pools.get(key)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        pool = self._build_pool(entry, country, family)
+        if len(self._pools) > 4096:
+            self._pools.clear()
+        self._pools[key] = (entry, pool)
+        return pool
+
+    def _build_pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> list[str]:
         pool = [ip for ip, c in entry.exit_ips.items()
                 if (country is None or c == country) and (family is None or ip_family(ip) == family)]
         if not pool:

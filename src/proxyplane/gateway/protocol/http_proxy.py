@@ -53,7 +53,7 @@ class ForwardRequest:
     head: bytes
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class ConnectRequest:
     host: str
     port: int
@@ -75,6 +75,9 @@ Event = ForwardRequest | ConnectRequest | BodyData | EndOfRequest
 END_OF_REQUEST = EndOfRequest()
 
 _AUTH_CACHE: dict[bytes, Credentials] = {}
+# CONNECT heads repeat byte for byte (same client, target and credentials): parsed once, then looked up.
+_CONNECT_CACHE: dict[bytes, ConnectRequest] = {}
+_CACHE_SIZE = 4096
 
 
 def parse_proxy_authorization(value: bytes) -> Credentials:
@@ -93,7 +96,7 @@ def parse_proxy_authorization(value: bytes) -> Credentials:
     if not sep:
         raise ProtocolError("malformed Proxy-Authorization", status=407)
     creds = Credentials(login, password)
-    if len(_AUTH_CACHE) > 4096:
+    if len(_AUTH_CACHE) > _CACHE_SIZE:
         _AUTH_CACHE.clear()
     _AUTH_CACHE[value] = creds
     return creds
@@ -228,8 +231,16 @@ class HttpRequestParser:
             return False
         if idx > self.max_head:
             raise ProtocolError("request head too large", status=431)
+        head = buf[:idx]
+        if head[:8] == b"CONNECT ":
+            cached = _CONNECT_CACHE.get(head)
+            if cached is not None:
+                self._buf = buf[idx + 4 :]
+                self._tunnel = True
+                events.append(cached)
+                return True
         self._buf = buf[idx + 4 :]
-        first, headers = _split_head(buf[:idx])
+        first, headers = _split_head(head)
         if len(first) != 3:
             raise ProtocolError("malformed request line")
         method, target, version = first
@@ -252,7 +263,11 @@ class HttpRequestParser:
         if method == b"CONNECT":
             host, port = parse_authority(target, None)
             self._tunnel = True
-            events.append(ConnectRequest(host, port, version, auth))
+            req = ConnectRequest(host, port, version, auth)
+            if len(_CONNECT_CACHE) > _CACHE_SIZE:
+                _CONNECT_CACHE.clear()
+            _CONNECT_CACHE[head] = req
+            events.append(req)
             return True
         host, port, path = _parse_absolute(target)
         tokens = _connection_tokens(headers)
