@@ -10,7 +10,6 @@ connection. Timeouts fire up to one bucket width (1 s) plus one sweep interval l
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -32,7 +31,7 @@ class Deadlines:
     def add(self, obj: Expirable, timeout: float) -> int:
         """Call ``obj.expire()`` at a sweep ``timeout`` seconds or more from now; returns the bucket to
         pass to ``remove``."""
-        slot = math.ceil(self._clock() + timeout)
+        slot = int(self._clock() + timeout) + 1  # the next whole second: never early
         bucket = self._buckets.get(slot)
         if bucket is None:
             self._buckets[slot] = {obj}

@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass
 
 from .errors import ProtocolError
@@ -72,7 +74,7 @@ def decode_address(data: bytes, pos: int) -> tuple[str, int, int, int] | None:
         end = pos + 1 + 4
         if len(data) < end + 2:
             return None
-        host = str(ipaddress.IPv4Address(data[pos + 1 : end]))
+        host = socket.inet_ntop(socket.AF_INET, data[pos + 1 : end])
     elif atyp == ATYP_IPV6:
         end = pos + 1 + 16
         if len(data) < end + 2:
@@ -99,6 +101,11 @@ def decode_address(data: bytes, pos: int) -> tuple[str, int, int, int] | None:
 
 def encode_address(host: str, port: int) -> bytes:
     """Host (IPv4/IPv6 literal or domain name) and port → ATYP + address + port."""
+    return _encode_host(host) + port.to_bytes(2, "big")
+
+
+@functools.lru_cache(maxsize=1024)
+def _encode_host(host: str) -> bytes:
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
@@ -108,7 +115,7 @@ def encode_address(host: str, port: int) -> bytes:
         head = bytes((ATYP_DOMAIN, len(name))) + name
     else:
         head = bytes((ATYP_IPV4 if ip.version == 4 else ATYP_IPV6,)) + ip.packed
-    return head + port.to_bytes(2, "big")
+    return head
 
 
 class Socks5Parser:
