@@ -13,7 +13,7 @@ from tests.adapters.web.helpers import csrf_of, post_form, signup
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
-PAGES = ["/overview", "/wallet", "/keys", "/profile", "/security"]
+PAGES = ["/overview", "/wallet", "/keys", "/profile", "/security", "/buy", "/services", "/tickets"]
 
 
 async def customer_id(platform: Platform, email: str) -> int:
@@ -143,3 +143,26 @@ async def test_unknown_dashboard_error_never_shows_a_trace(client: httpx.AsyncCl
     r = await client.post("/keys/not-a-uuid/revoke", data={"csrf": csrf_of(page)})
     assert r.status_code == 422
     assert "Traceback" not in r.text and 'class="error"' in r.text
+
+
+async def test_ticket_opened_replied_and_closed_in_pages(client: httpx.AsyncClient) -> None:
+    await signup(client)
+    key = await api_key(client, ["tickets:read"])
+    r = await post_form(
+        client, "/tickets", "/tickets", {"subject": "Slow proxy", "message": "Line one\nline two"}
+    )
+    assert r.status_code == 303
+    url = r.headers["location"]
+    tid = url.rsplit("/", 1)[1]
+    await post_form(client, url, f"{url}/reply", {"message": "More details"})
+    api = (await client.get(f"/api/v1/customer/tickets/{tid}", headers=bearer(key))).json()
+    assert [m["body"] for m in api["messages"]] == ["Line one\nline two", "More details"]
+    closed = await post_form(client, url, f"{url}/close", {})
+    assert closed.status_code == 303
+    assert (await client.get(f"/api/v1/customer/tickets/{tid}", headers=bearer(key))).json()[
+        "status"
+    ] == "closed"
+    listing = await client.get("/tickets")
+    assert "Slow proxy" in listing.text and "closed" in listing.text
+    empty = await post_form(client, "/tickets", "/tickets", {"subject": "", "message": "x"})
+    assert empty.status_code == 422 and 'class="error"' in empty.text
