@@ -177,8 +177,10 @@ async def auto_renew(request: Request) -> Response:
 @router.get("/services/{service_id}/cancel")
 async def cancel_confirm(request: Request) -> Response:
     await require_login(request)
-    svc = await call(request, "get_service", {"service_id": service_id(request)})
-    return render(request, "cancel.html", svc=svc)
+    ref = {"service_id": service_id(request)}
+    svc = await call(request, "get_service", ref)
+    preview = await call(request, "preview_cancel", ref)
+    return render(request, "cancel.html", svc=svc, preview=preview)
 
 
 @router.post("/services/{service_id}/cancel")

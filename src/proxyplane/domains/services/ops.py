@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.pricing import PricingError
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.renewals import service as renewals
+from proxyplane.domains.services import refunds
 from proxyplane.domains.services import service as services
 from proxyplane.domains.services.schemas import ServiceOut, service_out
 from proxyplane.ops import Context, Effect, Operation, register
@@ -48,6 +51,15 @@ class RenewOut(BaseModel):
 class CancelOut(BaseModel):
     service: ServiceOut
     refunded_cents: int = Field(description="total refunded to the wallet for this service's cancellation")
+
+
+class CancelPreviewOut(BaseModel):
+    service_id: uuid.UUID
+    cancellable: bool = Field(description="false when the service is already cancelled or expired")
+    refund_cents: int = Field(description="what cancelling now would refund to the wallet in total")
+    service_refund_cents: int = Field(description="unused part of the paid term")
+    addons_refund_cents: int = Field(description="unused part of the active add-ons")
+    as_of: datetime = Field(description="the instant the amounts are computed for (pro rata to the second)")
 
 
 def emit_changed(ctx: Context, service_id: uuid.UUID) -> None:
@@ -98,6 +110,20 @@ async def cancel_service(ctx: Context, data: ServiceRef) -> CancelOut:
     )
 
 
+async def preview_cancel(ctx: Context, data: ServiceRef) -> CancelPreviewOut:
+    svc = await services.get_owned(ctx.session, ctx.customer_id, data.service_id)
+    now = utcnow()
+    refund = await refunds.cancel_refund(ctx.session, svc, now)
+    return CancelPreviewOut(
+        service_id=svc.service_id,
+        cancellable=refund.cancellable,
+        refund_cents=refund.total_cents,
+        service_refund_cents=refund.service_cents,
+        addons_refund_cents=refund.addons_cents,
+        as_of=now,
+    )
+
+
 LIST = Operation(
     name="list_services",
     summary="Your services, newest first.",
@@ -144,4 +170,15 @@ CANCEL = Operation(
     effect=Effect.WRITE,
     tags=("services",),
 )
-register(LIST, GET, RENEW, CANCEL)
+PREVIEW_CANCEL = Operation(
+    name="preview_cancel",
+    summary="The refund cancelling now would give (service and add-ons); changes nothing.",
+    method="GET",
+    path="/customer/services/{service_id}/cancel/preview",
+    handler=preview_cancel,
+    input=ServiceRef,
+    output=CancelPreviewOut,
+    scopes=frozenset({Scope.services_read}),
+    tags=("services",),
+)
+register(LIST, GET, RENEW, CANCEL, PREVIEW_CANCEL)
