@@ -13,7 +13,18 @@ from tests.adapters.web.helpers import csrf_of, post_form, signup
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
-PAGES = ["/overview", "/wallet", "/keys", "/profile", "/security", "/buy", "/services", "/tickets"]
+PAGES = [
+    "/overview",
+    "/wallet",
+    "/keys",
+    "/profile",
+    "/security",
+    "/buy",
+    "/services",
+    "/tickets",
+    "/invoices",
+    "/catalog",
+]
 
 
 async def customer_id(platform: Platform, email: str) -> int:
