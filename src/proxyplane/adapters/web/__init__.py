@@ -11,11 +11,19 @@ from proxyplane.adapters.web.base import HERE
 
 def install_dashboard(app: FastAPI) -> None:
     """Add the dashboard pages and their static files (CSS, JS) to the app."""
-    from proxyplane.adapters.web import account, billing_pages, buy, money_pages, services, tickets
+    from proxyplane.adapters.web import (
+        account,
+        billing_pages,
+        buy,
+        money_pages,
+        service_tools,
+        services,
+        tickets,
+    )
 
     app.mount("/assets", StaticFiles(directory=HERE / "static"), name="web-assets")
     pages: set[str] = set()
-    for module in (account, money_pages, billing_pages, buy, services, tickets):
+    for module in (account, money_pages, billing_pages, buy, services, service_tools, tickets):
         app.include_router(module.router)
         pages.update(
             r.path for r in module.router.routes if isinstance(r, APIRoute) and "GET" in (r.methods or ())

@@ -14,9 +14,10 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from proxyplane.adapters.web.base import WebRoute, call, form, has_op, money, redirect, render, require_login
+from proxyplane.adapters.web.base import WebRoute, call, form, money, redirect, render, require_login
 from proxyplane.adapters.web.charts import usage_chart
 from proxyplane.adapters.web.money_pages import int_param
+from proxyplane.adapters.web.service_extras import extras, optional
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, NotFound
 
@@ -46,16 +47,6 @@ def service_id(request: Request) -> str:
         raise NotFound("service not found") from None
 
 
-async def optional(request: Request, name: str, data: dict[str, Any]) -> Any:
-    """An operation that does not apply to every service kind (static vs rotating): None when refused."""
-    if not has_op(name):
-        return None
-    try:
-        return await call(request, name, data)
-    except DomainError:
-        return None
-
-
 @router.get("/services")
 async def services(request: Request) -> Response:
     await require_login(request)
@@ -64,7 +55,7 @@ async def services(request: Request) -> Response:
     return render(request, "services.html", page=page)
 
 
-async def _service(
+async def service_page(
     request: Request, status: int = 200, errors: dict[str, str] | None = None, **extra: Any
 ) -> Response:
     sid = service_id(request)
@@ -91,6 +82,7 @@ async def _service(
         protocols=PROTOCOLS,
         idempotency_key=uuid.uuid4().hex,
         errors=errors or {},
+        **await extras(request, svc, span),
         **extra,
     )
 
@@ -98,7 +90,7 @@ async def _service(
 @router.get("/services/{service_id}")
 async def service(request: Request) -> Response:
     await require_login(request)
-    return await _service(request)
+    return await service_page(request)
 
 
 async def action(request: Request, name: str, data: dict[str, Any], section: str) -> Any:
@@ -106,7 +98,7 @@ async def action(request: Request, name: str, data: dict[str, Any], section: str
     try:
         return await call(request, name, {"service_id": service_id(request), **data})
     except DomainError as exc:
-        return await _service(request, exc.http_status, {section: exc.message})
+        return await service_page(request, exc.http_status, {section: exc.message})
 
 
 @router.post("/services/{service_id}/credentials")
@@ -117,7 +109,7 @@ async def credentials(request: Request) -> Response:
         result = await action(request, "get_proxy_auth", {"reveal": True}, "credentials")
         if isinstance(result, Response):
             return result
-        return await _service(request, revealed=result)
+        return await service_page(request, revealed=result)
     result = await action(
         request,
         "update_proxy_auth",
@@ -126,7 +118,7 @@ async def credentials(request: Request) -> Response:
     )
     if isinstance(result, Response):
         return result
-    return await _service(request, revealed=result, rotated=True)
+    return await service_page(request, revealed=result, rotated=True)
 
 
 @router.post("/services/{service_id}/whitelist")
