@@ -281,6 +281,7 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
         payment_method=data.payment_method,
         idempotency_key=data.idempotency_key,
         postgres=ctx.uow.dialect == "postgresql",
+        balance_only=ctx.balance_only,
     )
     sid = result.service.service_id
     ctx.uow.after_commit(lambda: ctx.platform.emit("entitlements_changed", sid))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.core.errors import ValidationFailed
+from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
@@ -140,7 +140,10 @@ async def place_order(
     payment_method: str,
     idempotency_key: str,
     postgres: bool,
+    balance_only: bool = False,
 ) -> OrderResult:
+    """`balance_only` (agents over MCP): a balance short of the total raises InsufficientBalance before
+    anything is created, reserved or charged, and no processor checkout is ever opened."""
     wl = check_whitelist(whitelist_ips)
     await services.expire_due(session)  # free the IPs of services whose term is over
     priced = await price(session, product_kind, geo_source, period_months, segments, partner_discount_percent)
@@ -152,6 +155,16 @@ async def place_order(
         )
     quote = priced.quote
     total = quote.total_cents
+    if balance_only:
+        have = await _lock_balance(session, customer_id, postgres)
+        if have < total:
+            raise InsufficientBalance(
+                f"the wallet balance is {total - have} cents short of this order ({total} cents, balance "
+                f"{have}) and agents pay from the balance only; nothing was charged or reserved",
+                required_cents=total,
+                balance_cents=have,
+                missing_cents=total - have,
+            )
     svc = await services.create_service(
         session,
         box,
