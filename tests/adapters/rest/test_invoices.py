@@ -103,3 +103,43 @@ async def test_renewal_and_topup_invoices(client: httpx.AsyncClient, platform: P
     top = (await client.get(f"{API}/customer/invoices", headers=b.headers)).json()["items"][0]
     assert top["kind"] == "deposit" and top["total_cents"] == 2500 and top["payment_method"] == "card"
     assert top["status"] == "paid" and top["service_id"] is None
+
+
+async def test_checkout_order_invoice_is_open_until_paid_or_void(
+    client: httpx.AsyncClient, platform: Platform
+) -> None:
+    from tests.domains.stock.support import fresh_stock
+
+    await fresh_stock(platform, "proxy_datacenter", "LT", 16, capacity=1)
+    account = await make_account(platform)
+    key = await account.key()
+    results = {}
+    for decision in ("paid", "failed"):
+        body = {
+            "product_kind": "proxy_datacenter",
+            "period_months": 1,
+            "segments": [{"country": "LT", "count": 8}],
+            "whitelist_ips": ["127.0.0.9"],
+            "use_balance": False,
+            "idempotency_key": uuid.uuid4().hex,
+        }
+        order = (await client.post(f"{API}/billing/composite/order", json=body, headers=bearer(key))).json()
+        inv = (await client.get(f"{API}/customer/invoices", headers=bearer(key))).json()["items"][0]
+        assert (
+            inv["status"] == "open" and inv["legacy_status"] == "Unpaid" and inv["payment_method"] == "card"
+        )
+        assert inv["total_cents"] == order["total_cents"]
+        body_, headers = platform.processor().signed_callback(
+            uuid.UUID(order["deposit_id"]), decision, order["amount_due_cents"]
+        )
+        r = await client.post(f"{API}/payments/test/callback", content=body_, headers=headers)
+        assert r.status_code == 200
+        results[decision] = (
+            await client.get(f"{API}/customer/invoices/{inv['invoice_id']}", headers=bearer(key))
+        ).json()
+    assert results["paid"]["status"] == "paid" and results["paid"]["paid_at"]
+    assert results["failed"]["status"] == "void"
+    kinds = [
+        i["kind"] for i in (await client.get(f"{API}/customer/invoices", headers=bearer(key))).json()["items"]
+    ]
+    assert kinds == ["order", "order"]  # a checkout that pays an order is not a separate top-up invoice
