@@ -26,6 +26,7 @@ from proxyplane.core.errors import (
     PriceChanged,
     Unauthorized,
 )
+from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.wallet.service import DEBITED_CENTS
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
@@ -195,6 +196,7 @@ async def invoke(
     if key and caller.customer_id is not None:
         return await _invoke_keyed(platform, op, caller, data, key, max_total_cents)
     async with platform.db.unit_of_work(write=op.effect != Effect.READ) as uow:
+        uow.session.info[SPENDING_KEY] = caller.key_id
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(uow, caller, result, max_total_cents)
         await uow.commit()
@@ -223,6 +225,7 @@ async def _invoke_keyed(
             await uow.rollback()
             won = False
         if won:
+            uow.session.info[SPENDING_KEY] = caller.key_id
             result = await op.handler(Context(uow, caller, platform), data)
             check_guards(uow, caller, result, max_total_cents)
             record.response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}

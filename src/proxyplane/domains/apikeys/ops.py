@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from proxyplane.core.scopes import Scope
-from proxyplane.domains.apikeys import service
+from proxyplane.domains.apikeys import caps, service
 from proxyplane.ops import Context, Effect, Operation, register
 from proxyplane.storage.models import ApiKey
 
@@ -21,6 +21,14 @@ class ApiKeyRecord(BaseModel):
     created_at: datetime
     last_used_at: datetime | None
     last_used_ip: str | None
+    spend_limit_daily_cents: int | None = Field(
+        default=None, description="most this key may charge to the wallet per UTC day; null: no cap"
+    )
+    spend_limit_total_cents: int | None = Field(
+        default=None, description="most this key may charge to the wallet in total; null: no cap"
+    )
+    spent_today_cents: int = Field(default=0, description="charged through this key today (UTC), if capped")
+    spent_total_cents: int = Field(default=0, description="charged through this key in total, if capped")
 
 
 class ApiKeyList(RootModel[list[ApiKeyRecord]]):
@@ -31,6 +39,12 @@ class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=100)
     scopes: list[Scope] = Field(min_length=1, description="explicit scopes the new key holds")
+    spend_limit_daily_cents: int | None = Field(
+        default=None, ge=0, description="optional cap: most this key may charge to the wallet per UTC day"
+    )
+    spend_limit_total_cents: int | None = Field(
+        default=None, ge=0, description="optional cap: most this key may charge to the wallet in total"
+    )
 
 
 class ApiKeyCreated(ApiKeyRecord):
@@ -45,7 +59,7 @@ class Message(BaseModel):
     message: str
 
 
-def record(key: ApiKey) -> ApiKeyRecord:
+def record(key: ApiKey, cap: caps.Caps = caps.NO_CAPS) -> ApiKeyRecord:
     return ApiKeyRecord(
         key_id=key.id,
         name=key.name,
@@ -54,11 +68,17 @@ def record(key: ApiKey) -> ApiKeyRecord:
         created_at=key.created_at,
         last_used_at=key.last_used_at,
         last_used_ip=key.last_used_ip,
+        spend_limit_daily_cents=cap.daily_limit_cents,
+        spend_limit_total_cents=cap.total_limit_cents,
+        spent_today_cents=cap.spent_today_cents,
+        spent_total_cents=cap.spent_total_cents,
     )
 
 
 async def list_api_keys(ctx: Context, _: None) -> ApiKeyList:
-    return ApiKeyList([record(k) for k in await service.list_keys(ctx.session, ctx.customer_id)])
+    keys = await service.list_keys(ctx.session, ctx.customer_id)
+    spending = await caps.caps_of(ctx.session, [k.id for k in keys])
+    return ApiKeyList([record(k, spending.get(k.id, caps.NO_CAPS)) for k in keys])
 
 
 async def create_api_key(ctx: Context, data: ApiKeyCreate) -> ApiKeyCreated:
@@ -69,7 +89,9 @@ async def create_api_key(ctx: Context, data: ApiKeyCreate) -> ApiKeyCreated:
         frozenset(s.value for s in data.scopes),
         granted_by=ctx.caller.scopes if ctx.caller.key_id is not None else None,
     )
-    return ApiKeyCreated(**record(key).model_dump(), secret=raw)
+    await caps.set_caps(ctx.session, key.id, data.spend_limit_daily_cents, data.spend_limit_total_cents)
+    cap = (await caps.caps_of(ctx.session, [key.id])).get(key.id, caps.NO_CAPS)
+    return ApiKeyCreated(**record(key, cap).model_dump(), secret=raw)
 
 
 async def revoke_api_key(ctx: Context, data: ApiKeyRef) -> Message:
@@ -89,7 +111,8 @@ LIST_KEYS = Operation(
 )
 CREATE_KEY = Operation(
     name="create_api_key",
-    summary="Create an API key with explicit scopes; the secret is returned once.",
+    summary="Create an API key with explicit scopes and optional spending caps (per UTC day, in total); "
+    "the secret is returned once.",
     method="POST",
     path="/customers/me/api-keys",
     handler=create_api_key,

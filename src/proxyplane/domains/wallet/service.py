@@ -9,6 +9,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
+from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.storage.models import LedgerEntry, Wallet
 
@@ -72,6 +73,7 @@ async def debit(
     """Take `cents` from the wallet or raise InsufficientBalance (402) leaving everything unchanged."""
     if cents <= 0:
         raise ValidationFailed("a debit must be a positive number of cents", field="cents")
+    await caps.charge(session, cents)  # the calling API key's spending cap, if it has one
     await _ensure_wallet(session, customer_id)
     new_balance = (
         await session.execute(

@@ -1,0 +1,146 @@
+"""Spending caps of API keys: at most N cents per UTC day and/or in total through one key.
+
+`invoke()` puts the calling key's id into `session.info[SPENDING_KEY]`; `wallet.debit()` calls `charge()`
+before it takes the money, in the same transaction. The counters move with one conditional UPDATE that
+also checks both caps, so concurrent charges through one key cannot pass a cap together (PostgreSQL
+re-checks the WHERE after the row lock; SQLite has one writer). A refused charge raises
+SpendLimitExceeded and, like every error inside invoke(), rolls the whole call back: nothing is charged.
+Keys without a cap have no row and are not counted."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, case, literal, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import DomainError, ValidationFailed
+from proxyplane.storage.models.spending import ApiKeySpending
+
+SPENDING_KEY = "api_key_id"  # session.info key: the API key the current call came through
+
+
+class SpendLimitExceeded(DomainError):
+    code = "spend_limit_exceeded"
+    http_status = 403
+
+
+@dataclass(frozen=True)
+class Caps:
+    daily_limit_cents: int | None
+    total_limit_cents: int | None
+    spent_today_cents: int
+    spent_total_cents: int
+
+    @property
+    def remaining_today_cents(self) -> int | None:
+        if self.daily_limit_cents is None:
+            return None
+        return max(0, self.daily_limit_cents - self.spent_today_cents)
+
+    @property
+    def remaining_total_cents(self) -> int | None:
+        if self.total_limit_cents is None:
+            return None
+        return max(0, self.total_limit_cents - self.spent_total_cents)
+
+
+NO_CAPS = Caps(None, None, 0, 0)
+
+
+def today(now: datetime | None = None) -> str:
+    return (now or utcnow()).strftime("%Y-%m-%d")
+
+
+async def set_caps(
+    session: AsyncSession, key_id: uuid.UUID, daily_limit_cents: int | None, total_limit_cents: int | None
+) -> None:
+    """Give a new key its caps (none given: no row, the key is not capped)."""
+    for name, value in (
+        ("spend_limit_daily_cents", daily_limit_cents),
+        ("spend_limit_total_cents", total_limit_cents),
+    ):
+        if value is not None and value < 0:
+            raise ValidationFailed(f"{name} must be 0 or more", field=name)
+    if daily_limit_cents is None and total_limit_cents is None:
+        return
+    session.add(
+        ApiKeySpending(
+            key_id=key_id,
+            daily_limit_cents=daily_limit_cents,
+            total_limit_cents=total_limit_cents,
+            spent_total_cents=0,
+            spent_day=today(),
+            spent_day_cents=0,
+        )
+    )
+    await session.flush()
+
+
+def _caps(row: ApiKeySpending, day: str) -> Caps:
+    return Caps(
+        daily_limit_cents=row.daily_limit_cents,
+        total_limit_cents=row.total_limit_cents,
+        spent_today_cents=row.spent_day_cents if row.spent_day == day else 0,
+        spent_total_cents=row.spent_total_cents,
+    )
+
+
+async def caps_of(session: AsyncSession, key_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Caps]:
+    ids = list(key_ids)
+    if not ids:
+        return {}
+    rows = (await session.execute(select(ApiKeySpending).where(ApiKeySpending.key_id.in_(ids)))).scalars()
+    day = today()
+    return {row.key_id: _caps(row, day) for row in rows}
+
+
+async def charge(session: AsyncSession, cents: int, now: datetime | None = None) -> None:
+    """Count `cents` against the caps of the key this call came through, or raise SpendLimitExceeded."""
+    key_id = session.info.get(SPENDING_KEY)
+    if key_id is None or cents <= 0:
+        return
+    day = today(now)
+    t = ApiKeySpending
+    day_before = case((t.spent_day == day, t.spent_day_cents), else_=literal(0))
+    moved = (
+        await session.execute(
+            update(t)
+            .where(
+                t.key_id == key_id,
+                or_(t.total_limit_cents.is_(None), t.spent_total_cents + cents <= t.total_limit_cents),
+                or_(t.daily_limit_cents.is_(None), and_(day_before + cents <= t.daily_limit_cents)),
+            )
+            .values(
+                spent_total_cents=t.spent_total_cents + cents,
+                spent_day_cents=day_before + cents,
+                spent_day=day,
+            )
+            .returning(t.key_id)
+            .execution_options(synchronize_session=False)
+        )
+    ).first()
+    if moved is not None:
+        return
+    row = await session.get(t, key_id, populate_existing=True)
+    if row is None:
+        return  # not a capped key
+    caps = _caps(row, day)
+    limit: int | None
+    remaining: int | None
+    if caps.remaining_total_cents is not None and cents > caps.remaining_total_cents:
+        which, limit, remaining = "total", caps.total_limit_cents, caps.remaining_total_cents
+    else:
+        which, limit, remaining = "daily", caps.daily_limit_cents, caps.remaining_today_cents
+    raise SpendLimitExceeded(
+        f"this charge of {cents} cents would pass the API key's {which} spending cap of {limit} cents "
+        f"({remaining} cents remain{' today (UTC)' if which == 'daily' else ''}); nothing was charged",
+        cap=which,
+        limit_cents=limit,
+        remaining_cents=remaining,
+        requested_cents=cents,
+    )
