@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 from collections.abc import AsyncIterator
 
@@ -20,6 +21,8 @@ from proxyplane.platform import Platform
 async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
     """Lifespan part of `serve`: start a node, subscribe it to 'entitlements_changed', print listeners."""
     settings = GatewaySettings()
+    if "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK" not in os.environ:  # the embedded demo: all on loopback
+        settings = settings.model_copy(update={"dev_allow_loopback": True})
     if not settings.in_serve:
         yield None
         return

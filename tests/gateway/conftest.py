@@ -229,7 +229,8 @@ async def env(tmp_path) -> AsyncIterator[Env]:
     config = GatewayConfig(gateway_host="127.0.0.1", gateway_http_port=0, gateway_socks_port=0,
                            static_http_port=ports[0], static_socks_port=ports[1], static_https_port=ports[2],
                            ssl_context=server_tls)
-    gateway = Gateway(table, config, settings=Settings(connect_timeout=3.0, handshake_timeout=5.0))
+    gateway = Gateway(table, config, settings=Settings(connect_timeout=3.0, handshake_timeout=5.0,
+                                                       allow_loopback=True))
     await gateway.start()
     e = Env(gateway, table, *ports)
     e.client_tls = client_tls  # type: ignore[attr-defined]

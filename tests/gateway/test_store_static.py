@@ -82,6 +82,7 @@ def node_settings(exit_ips: list[str]) -> GatewaySettings:
         static_https_port=-1,
         static_socks_port=free_port(exit_ips),
         usage_flush_seconds=60,
+        dev_allow_loopback=True,
     )
 
 

@@ -10,7 +10,7 @@ from proxyplane.gateway.context import Settings
 from proxyplane.gateway.deadlines import Deadlines
 from proxyplane.gateway.server import Gateway, GatewayConfig
 
-from .clients import basic, open_to, read_response
+from .clients import basic, open_to, read_response, request
 from .conftest import services
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,8 @@ def test_deadlines_fire_late_never_early_and_can_be_removed():
 
 @pytest.fixture
 async def quick():
-    settings = Settings(connect_timeout=0.5, handshake_timeout=0.5, idle_timeout=0.5, sweep_interval=0.05)
+    settings = Settings(connect_timeout=0.5, handshake_timeout=0.5, idle_timeout=0.5, sweep_interval=0.05,
+                        allow_loopback=True)
     config = GatewayConfig(gateway_host="127.0.0.1", gateway_http_port=0, gateway_socks_port=0)
     gateway = Gateway(AccessTable(services()), config, settings=settings)
     await gateway.start()
@@ -115,3 +116,75 @@ async def test_connect_timeout_answers_504(quick):
         writer.close()
         for s in fillers:
             s.close()
+
+
+async def test_http_request_head_trickled_slowly_is_cut_off(quick):
+    """Slowloris: header lines keep arriving, but the head never completes within handshake_timeout."""
+    reader, writer = await open_to(("127.0.0.1", quick.gateway_port("http")))
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    writer.write(b"GET http://127.0.0.1:9/ HTTP/1.1\r\n")
+    got = b""
+    while loop.time() - start < 5.0:
+        try:
+            writer.write(b"X-Slow: 1\r\n")
+            got += await asyncio.wait_for(reader.read(4096), 0.2)
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            break
+        if reader.at_eof():
+            break
+    assert got.startswith(b"HTTP/1.1 408"), got
+    assert loop.time() - start < 3.0  # 0.5 s timeout + one 1 s bucket + sweep
+    assert quick.ctx.unattributed_errors["head_timeout"] == 1
+    writer.close()
+
+
+async def test_http_connection_that_never_sends_a_request_is_closed(quick):
+    reader, writer = await open_to(("127.0.0.1", quick.gateway_port("http")))
+    assert await closed_within(reader, 3.0)
+    assert quick.ctx.unattributed_errors["head_timeout"] == 1
+    writer.close()
+
+
+async def test_http_keep_alive_idle_timeout_closes_and_releases_the_slot(quick, origin):
+    reader, writer = await open_to(("127.0.0.1", quick.gateway_port("http")))
+    url = f"http://127.0.0.1:{origin.port}"
+    # requests closer together than the idle timeout keep the connection open
+    for i in range(4):
+        writer.write(request(f"{url}/k{i}", basic("rot", "pw")))
+        assert (await read_response(reader))[0] == 200
+        await asyncio.sleep(0.3)
+    assert quick.limiter.current("rot1") == 1
+    assert await closed_within(reader, 3.0)
+    await asyncio.sleep(0.05)
+    assert quick.limiter.current("rot1") == 0
+    assert quick.ctx.unattributed_errors["head_timeout"] == 0  # an idle keep-alive close is no error
+    rows = quick.meter.drain()
+    assert sum(r.requests for r in rows if r.service_id == "rot1") == 4
+    assert not any(r.errors for r in rows if r.service_id == "rot1")
+    writer.close()
+
+
+async def test_http_request_without_upstream_progress_is_ended(quick):
+    """An origin that accepts the request and never answers: 504 after a whole idle window."""
+    silent: list[asyncio.StreamWriter] = []
+
+    async def hold(_reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        silent.append(w)
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await open_to(("127.0.0.1", quick.gateway_port("http")))
+    writer.write(request(f"http://127.0.0.1:{port}/never", basic("rot", "pw")))
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
+    assert head.startswith(b"HTTP/1.1 504")
+    await asyncio.sleep(0.05)
+    assert quick.limiter.current("rot1") == 0
+    rows = quick.meter.drain()
+    assert sum(r.errors.get("idle_timeout", 0) for r in rows if r.service_id == "rot1") == 1
+    writer.close()
+    for w in silent:
+        w.close()
+    server.close()

@@ -5,7 +5,13 @@ Settings (environment, PROXYPLANE_GATEWAY_*): HOST (rotating gateway address, lo
 127.0.0.1), HTTP_PORT 8080, HTTPS_PORT 8443, SOCKS_PORT 1080 (rotating services; the demo catalog sells
 these), STATIC_HTTP_PORT 3128, STATIC_HTTPS_PORT 3129, STATIC_SOCKS_PORT 1080 (on every exit IP of a
 static service), TLS_CERT / TLS_KEY (default: a self-signed pair generated under PROXYPLANE_HOME),
-USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node).
+USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node),
+DEV_ALLOW_LOOPBACK (let customers reach destinations on 127.0.0.0/8 and ::1: development only; default
+false, but `proxyplane serve` turns it on unless it is set: its demo traffic is all on loopback),
+DENY_DESTINATIONS "default" (comma-separated networks customers may not reach through the proxy; the
+word "default" stands for the built-in private/link-local/metadata list of gateway/destinations.py, so
+"default,198.51.100.7/32" adds to it and "10.0.0.0/8" replaces it),
+LIMIT_REFRESH_SECONDS 1 (cross-node connection counts, see gateway/node_limits.py).
 A port set to -1 is not opened.
 """
 
@@ -30,6 +36,9 @@ class GatewaySettings(BaseSettings):
     usage_flush_seconds: float = 2.0
     poll_seconds: float = 0.25
     in_serve: bool = True  # `proxyplane serve` runs a gateway node in the API process
+    dev_allow_loopback: bool = False  # destinations on loopback allowed (development; see above)
+    deny_destinations: str = "default"
+    limit_refresh_seconds: float = 1.0
 
     @field_validator("host")
     @classmethod

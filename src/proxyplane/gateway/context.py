@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .access import AccessProvider
 from .deadlines import Deadlines
+from .destinations import DEFAULT_DENY, DestinationPolicy
 from .limits import ConnectionLimiter
 from .metering import Meter
 from .routing import Router
@@ -23,6 +24,8 @@ class Settings:
     max_idle_upstreams_per_destination: int = 64
     sniff_socks_on_http: bool = True  # an HTTP listener also answers SOCKS5 (first byte 0x05)
     sweep_interval: float = 1.0  # how often the timeouts above are checked (see deadlines.py)
+    deny_destinations: tuple[str, ...] = DEFAULT_DENY  # networks customers may not reach (destinations.py)
+    allow_loopback: bool = False  # development only: let destinations on 127.0.0.0/8 and ::1 through
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Context:
     settings: Settings
     pool: UpstreamPool = field(default_factory=UpstreamPool)
     deadlines: Deadlines = field(default_factory=Deadlines)  # handshake, connect and idle timeouts
+    destinations: DestinationPolicy = field(default_factory=DestinationPolicy)  # set from settings
     # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
     unattributed_errors: Counter[str] = field(default_factory=Counter)
 

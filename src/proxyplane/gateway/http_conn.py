@@ -1,5 +1,11 @@
 """HTTP proxy client connections: absolute-form requests relayed over pooled keep-alive upstream
-connections (auth, limit and exit-IP choice on every request), and CONNECT tunnels."""
+connections (auth, limit and exit-IP choice on every request), and CONNECT tunnels.
+
+Timeouts (one ``Deadlines`` entry per connection, checked at the sweeps, nothing on the per-request path
+but the ``last_active`` stamp): a request head must be complete within ``handshake_timeout`` of the
+connection opening or of its first byte (slowloris); an authenticated keep-alive connection may wait
+``idle_timeout`` for its next request; a request in flight is ended when no byte moved either way for a
+whole ``idle_timeout``. Tunnels hand over to the relay's own idle timeout."""
 
 from __future__ import annotations
 
@@ -94,6 +100,10 @@ class HttpProxyConnection(asyncio.Protocol):
         self.paused = 0
         self.write_paused = False
         self.last_active = 0.0
+        self.head_started = 0.0  # when the first byte of a still incomplete request head arrived
+        self.deadline = 0  # the Deadlines bucket of this connection's head/idle timeout
+        self.checked_req: ForwardRequest | None = None  # the request in flight at the last sweep ...
+        self.checked_bytes = -1  # ... and its byte count then
         self.task: asyncio.Task[None] | None = None  # opening an upstream for a forwarded request
         self.connector: Connector | None = None  # opening a CONNECT tunnel's upstream
         self.tunnel_host = ""
@@ -114,6 +124,44 @@ class HttpProxyConnection(asyncio.Protocol):
         if self.static:
             self.static_ip = self.listen_ip
         self.last_active = asyncio.get_running_loop().time()
+        self.deadline = self.ctx.deadlines.add(self, self.ctx.settings.handshake_timeout)
+
+    def expire(self) -> None:
+        """The head / keep-alive idle / request idle timeout (a ``Deadlines`` sweep)."""
+        self.deadline = 0
+        if self.closed or self.tunneling:
+            return
+        ctx, settings = self.ctx, self.ctx.settings
+        req = self.req
+        if req is not None:  # in flight: end it when no byte moved either way since the last sweep
+            moved = self.up_bytes + self.down_bytes
+            if req is self.checked_req and moved == self.checked_bytes:
+                self.fail(504, "request idle timeout", "idle_timeout", self.req_service, req.host)
+                return
+            self.checked_req, self.checked_bytes = req, moved
+            self.deadline = ctx.deadlines.add(self, settings.idle_timeout)
+            return
+        now = asyncio.get_running_loop().time()
+        # waiting for a request head: unauthenticated connections get handshake_timeout, authenticated
+        # keep-alive ones idle_timeout; a head once begun must complete within handshake_timeout
+        limit = settings.handshake_timeout if self.service_id is None else settings.idle_timeout
+        left = limit - (now - self.last_active)
+        if self.head_started:
+            left = min(left, settings.handshake_timeout - (now - self.head_started))
+        if left > 0:
+            self.deadline = ctx.deadlines.add(self, left)
+            return
+        if self.head_started or self.service_id is None:
+            ctx.error(self.service_id, "", "head_timeout")
+            if self.parser.buffered:
+                self.reply_and_close(build_reply(408, "request head timeout"))
+                return
+        self.close()  # an idle keep-alive connection: closed quietly
+
+    def end_deadline(self) -> None:
+        if self.deadline:
+            self.ctx.deadlines.remove(self, self.deadline)
+            self.deadline = 0
 
     def data_received(self, data: bytes) -> None:
         if self.first:
@@ -122,6 +170,7 @@ class HttpProxyConnection(asyncio.Protocol):
                 from .socks_conn import Socks5Connection
 
                 assert self.transport is not None
+                self.end_deadline()
                 socks = Socks5Connection(self.ctx, self.static)
                 self.transport.set_protocol(socks)
                 self.closed = True
@@ -137,6 +186,8 @@ class HttpProxyConnection(asyncio.Protocol):
             self.handle(events)
         elif self.parser.buffered > self.parser.max_head:
             self.pause(_BUFFER_FULL)
+        elif self.req is None and not self.head_started:  # a partial head: its time limit starts
+            self.head_started = asyncio.get_running_loop().time()
 
     def eof_received(self) -> bool:
         # A client half-close before its request is answered: finish the response, then close.
@@ -146,6 +197,7 @@ class HttpProxyConnection(asyncio.Protocol):
         if self.tunneling and self.connector is None:
             return  # the relay owns the transport now
         self.closed = True
+        self.end_deadline()
         if self.connector is not None:
             self.connector.cancel()
             self.connector = None
@@ -270,7 +322,7 @@ class HttpProxyConnection(asyncio.Protocol):
         ctx = self.ctx
         try:
             transport, up = await open_connection(lambda: HttpUpstream(key), key[0], key[1], key[2],
-                                                  ctx.settings.connect_timeout)
+                                                  ctx.settings.connect_timeout, ctx.destinations)
         except UpstreamError as exc:
             self.fail(exc.status, str(exc), exc.reason, self.req_service, key[1])
             return
@@ -325,6 +377,7 @@ class HttpProxyConnection(asyncio.Protocol):
             return
         self.resume(_UPSTREAM_FULL)
         self.last_active = asyncio.get_running_loop().time()
+        self.head_started = 0.0
         try:
             events = self.parser.resume()
         except ProtocolError as exc:
@@ -386,6 +439,7 @@ class HttpProxyConnection(asyncio.Protocol):
         flow = ctx.meter.open_flow(self.req_service, self.tunnel_host, requests=1)
         slot, self.service_id = self.service_id, None  # the relay releases the slot when it ends
         self.closed = True
+        self.end_deadline()  # the relay's idle timeout takes over
         Relay(ctx, client, end, flow, slot).start(self.parser.take_rest())
 
     def connect_failed(self, error: UpstreamError) -> None:

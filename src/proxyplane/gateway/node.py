@@ -6,6 +6,7 @@ Settings: proxyplane.core.gateway_settings.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import ssl
 from pathlib import Path
@@ -16,6 +17,7 @@ from proxyplane.storage.engine import Database
 
 from .access import AccessTable
 from .context import Settings as DataPlaneSettings
+from .destinations import deny_list
 from .server import Gateway, GatewayConfig
 from .sticky_sync import SharedRouter, StickySync
 from .store import StoreSync
@@ -69,6 +71,11 @@ class GatewayNode:
         data_plane: DataPlaneSettings | None = None,
     ) -> None:
         self.db, self.settings = db, settings
+        data_plane = dataclasses.replace(
+            data_plane or DataPlaneSettings(),
+            allow_loopback=settings.dev_allow_loopback,
+            deny_destinations=deny_list(settings.deny_destinations),
+        )
         self.table = AccessTable()
         self.store = StoreSync(db, box, self.table, poll_interval=settings.poll_seconds)
         self.router = SharedRouter()

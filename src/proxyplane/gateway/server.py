@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .access import AccessProvider, AccessTable
 from .context import Context, Settings
+from .destinations import DestinationPolicy
 from .http_conn import HttpProxyConnection
 from .limits import ConnectionLimiter
 from .metering import Meter, UsageSink
@@ -47,6 +48,7 @@ class Gateway:
         self.ctx = Context(access, router or Router(), limiter or ConnectionLimiter(), meter or Meter(),
                            settings, UpstreamPool(settings.max_idle_upstreams_per_destination,
                                                   settings.upstream_idle_timeout))
+        self.ctx.destinations = DestinationPolicy(settings.deny_destinations, settings.allow_loopback)
         self.sink = sink
         self._gateway_servers: dict[str, asyncio.Server] = {}
         self._static_servers: dict[str, dict[str, asyncio.Server]] = {}

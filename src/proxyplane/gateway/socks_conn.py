@@ -282,6 +282,9 @@ class UdpAssociation:
         if family != exit_family:
             self.ctx.error(self.service_id, dgram.host, "address_family")
             return
+        if not self.ctx.destinations.allowed(dgram.host):
+            self.ctx.error(self.service_id, dgram.host, "blocked")
+            return
         self.send(dgram.host, (dgram.host, dgram.port), dgram.payload)
 
     async def send_resolved(self, host: str, port: int, payload: bytes, family: int) -> None:
@@ -293,6 +296,9 @@ class UdpAssociation:
             return
         if infos and self.exit_side is not None:
             addr = (str(infos[0][4][0]), port)
+            if not self.ctx.destinations.allowed(addr[0]):
+                self.ctx.error(self.service_id, host, "blocked")
+                return
             self.names[addr] = host
             self.send(host, addr, payload)
 

@@ -80,7 +80,8 @@ async def serve(args: argparse.Namespace) -> None:
     config = GatewayConfig(gateway_host=args.listen, gateway_http_port=args.http_port,
                            gateway_https_port=args.https_port, gateway_socks_port=args.socks_port,
                            ssl_context=tls)
-    gateway = Gateway(AccessTable([build_entry(args)]), config, settings=Settings(),
+    # a loopback-only bench/dev tool: its destinations are on loopback too
+    gateway = Gateway(AccessTable([build_entry(args)]), config, settings=Settings(allow_loopback=True),
                       sink=_print_usage if args.usage_log else None)
     await gateway.start()
     stop = asyncio.Event()

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
+from .destinations import BlockedDestination, DestinationPolicy
+
 if TYPE_CHECKING:
     from .context import Context
 
@@ -40,6 +42,8 @@ def literal_family(host: str) -> int | None:
 
 def upstream_error(exc: BaseException, host: str, port: int) -> UpstreamError:
     """The UpstreamError for an exception raised while resolving/connecting."""
+    if isinstance(exc, BlockedDestination):  # 403 / SOCKS5 "connection not allowed by ruleset"
+        return UpstreamError(f"destination {host} is not allowed", 403, 2, "blocked")
     if isinstance(exc, socket.gaierror):
         return UpstreamError(f"cannot resolve {host}", 502, 4, "dns")
     if isinstance(exc, ConnectionRefusedError):
@@ -52,29 +56,41 @@ def timeout_error(host: str, port: int) -> UpstreamError:
 
 
 async def _resolve_and_connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str,
-                               host: str, port: int) -> tuple[asyncio.BaseTransport, P]:
+                               host: str, port: int, policy: DestinationPolicy
+                               ) -> tuple[asyncio.BaseTransport, P]:
     family = socket.AF_INET6 if ":" in exit_ip else socket.AF_INET
     infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
     if not infos:
         raise socket.gaierror("no address")
+    address = str(infos[0][4][0])
+    if not policy.allowed(address):  # checked on the resolved address (the one connected to)
+        raise BlockedDestination(address)
     # TCP_NODELAY is set by asyncio and uvloop on every TCP transport already
-    return await loop.create_connection(factory, str(infos[0][4][0]), port, local_addr=(exit_ip, 0))
+    return await loop.create_connection(factory, address, port, local_addr=(exit_ip, 0))
+
+
+async def _refuse(address: str) -> Any:
+    raise BlockedDestination(address)
 
 
 def _connect_coro(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str, host: str,
-                  port: int) -> Coroutine[Any, Any, tuple[asyncio.BaseTransport, P]]:
+                  port: int, policy: DestinationPolicy
+                  ) -> Coroutine[Any, Any, tuple[asyncio.BaseTransport, P]]:
     if literal_family(host) is None:
-        return _resolve_and_connect(loop, factory, exit_ip, host, port)
+        return _resolve_and_connect(loop, factory, exit_ip, host, port, policy)
+    if not policy.allowed(host):
+        return _refuse(host)
     return loop.create_connection(factory, host, port, local_addr=(exit_ip, 0))
 
 
 async def open_connection(factory: Callable[[], P], exit_ip: str, host: str, port: int,
-                          timeout: float) -> tuple[asyncio.Transport, P]:
-    """Connect to host:port from ``exit_ip`` (DNS names resolved here, in the exit IP's family)."""
+                          timeout: float, policy: DestinationPolicy) -> tuple[asyncio.Transport, P]:
+    """Connect to host:port from ``exit_ip`` (DNS names resolved here, in the exit IP's family); a
+    destination ``policy`` refuses raise UpstreamError(reason "blocked")."""
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(timeout):
-            transport, protocol = await _connect_coro(loop, factory, exit_ip, host, port)
+            transport, protocol = await _connect_coro(loop, factory, exit_ip, host, port, policy)
     except TimeoutError as exc:
         raise timeout_error(host, port) from exc
     except OSError as exc:
@@ -112,7 +128,7 @@ class Connector:
         self.port = port
         self._waiting: asyncio.Future[Any] | None = None
         self._timed_out = self._cancelled = False
-        self._coro = _connect_coro(asyncio.get_running_loop(), factory, exit_ip, host, port)
+        self._coro = _connect_coro(asyncio.get_running_loop(), factory, exit_ip, host, port, ctx.destinations)
         self._deadline = ctx.deadlines.add(self, ctx.settings.connect_timeout)
         self._step(None)
 

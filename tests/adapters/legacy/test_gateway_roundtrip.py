@@ -79,6 +79,7 @@ async def test_legacy_round_trip_through_the_gateway(
         static_https_port=-1,
         static_socks_port=free_port(exits),
         usage_flush_seconds=60,
+        dev_allow_loopback=True,
     )
     monkeypatch.setenv("PROXYPLANE_GATEWAY_STATIC_HTTP_PORT", str(settings.static_http_port))
     monkeypatch.setenv("PROXYPLANE_GATEWAY_STATIC_SOCKS_PORT", str(settings.static_socks_port))

@@ -1,0 +1,90 @@
+"""Destination deny-list: private, link-local and metadata ranges refused (loopback only with the development
+setting), checked on the address connected to, i.e. after DNS resolution; on HTTP, CONNECT and SOCKS5."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxyplane.gateway.access import AccessTable
+from proxyplane.gateway.context import Settings
+from proxyplane.gateway.destinations import DEFAULT_DENY, DestinationPolicy, deny_list
+from proxyplane.gateway.server import Gateway, GatewayConfig
+
+from .clients import basic, connect_tunnel, http_get, socks_connect
+from .conftest import services
+
+pytestmark = pytest.mark.anyio
+
+
+def test_default_policy_refuses_internal_ranges_and_loopback_unless_allowed():
+    policy = DestinationPolicy()
+    for address in ("169.254.169.254", "10.1.2.3", "172.16.0.1", "172.31.255.254", "192.168.0.1",
+                    "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "fd00:ec2::254", "fe80::1",
+                    "::ffff:10.0.0.1", "::ffff:169.254.169.254", "127.0.0.1", "127.9.9.9", "::1", "::",
+                    "not-an-ip"):
+        assert not policy.allowed(address), address
+    for address in ("8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"):
+        assert policy.allowed(address), address
+    dev = DestinationPolicy(allow_loopback=True)
+    assert dev.allowed("127.0.0.1") and dev.allowed("127.0.1.7") and dev.allowed("::1")
+    assert not dev.allowed("169.254.169.254") and not dev.allowed("10.0.0.1")
+
+
+def test_deny_list_setting():
+    assert deny_list("default") == DEFAULT_DENY
+    assert deny_list("default, 198.51.100.7") == (*DEFAULT_DENY, "198.51.100.7/32")
+    assert deny_list("10.0.0.0/8") == ("10.0.0.0/8",)
+    with pytest.raises(ValueError):
+        deny_list("default,10.0.0.300/8")
+
+
+async def _gateway(**settings) -> Gateway:
+    config = GatewayConfig(gateway_host="127.0.0.1", gateway_http_port=0, gateway_socks_port=0)
+    gateway = Gateway(AccessTable(services()), config, settings=Settings(connect_timeout=3.0, **settings))
+    await gateway.start()
+    return gateway
+
+
+async def test_loopback_destinations_refused_without_the_development_setting(origin):
+    gateway = await _gateway()
+    try:
+        http = ("127.0.0.1", gateway.gateway_port("http"))
+        socks = ("127.0.0.1", gateway.gateway_port("socks"))
+        auth = basic("rot", "pw")
+        status, _, body = await http_get(http, f"http://127.0.0.1:{origin.port}/x", auth)
+        assert status == 403 and b"not allowed" in body
+        # a DNS name is judged by the address it resolves to
+        status, _, _ = await http_get(http, f"http://localhost:{origin.port}/x", auth)
+        assert status == 403
+        status, _, writer = await connect_tunnel(http, f"127.0.0.1:{origin.port}", auth)
+        assert status == 403
+        writer.close()
+        rep, _, _, writer = await socks_connect(socks, "127.0.0.1", origin.port, "rot", "pw")
+        assert rep == 2  # connection not allowed by ruleset
+        writer.close()
+        rep, _, _, writer = await socks_connect(socks, "localhost", origin.port, "rot", "pw")
+        assert rep == 2
+        writer.close()
+        assert origin.seen == [] and origin.connections == 0
+        rows = gateway.meter.drain()
+        assert sum(r.errors.get("blocked", 0) for r in rows if r.service_id == "rot1") == 5
+    finally:
+        await gateway.close()
+
+
+async def test_development_setting_lets_loopback_through_but_not_an_explicit_deny(origin):
+    gateway = await _gateway(allow_loopback=True)
+    try:
+        http = ("127.0.0.1", gateway.gateway_port("http"))
+        status, _, body = await http_get(http, f"http://localhost:{origin.port}/ok", basic("rot", "pw"))
+        assert status == 200 and body.split()[1] == b"/ok"
+    finally:
+        await gateway.close()
+    gateway = await _gateway(allow_loopback=True, deny_destinations=(*DEFAULT_DENY, "127.0.0.1/32"))
+    try:
+        http = ("127.0.0.1", gateway.gateway_port("http"))
+        status, _, _ = await http_get(http, f"http://localhost:{origin.port}/no", basic("rot", "pw"))
+        assert status == 403
+        assert not any(path == "/no" for _, _, path in origin.seen)
+    finally:
+        await gateway.close()
