@@ -6,6 +6,7 @@ from proxyplane.domains.addons import ops as _addons  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
+from proxyplane.domains.connections import ops as _connections  # noqa: F401
 from proxyplane.domains.events import ops as _events  # noqa: F401
 from proxyplane.domains.invoices import ops as _invoices  # noqa: F401
 from proxyplane.domains.ips import ops as _ips  # noqa: F401

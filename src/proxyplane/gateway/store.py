@@ -76,6 +76,13 @@ async def active_addons(
     return out
 
 
+def connection_limit(allowed: int, params: dict[str, Any]) -> int:
+    """The plan's allowance, or the customer's own lower limit (parameters["connection_limit"], set by
+    domains/connections)."""
+    own = params.get("connection_limit")
+    return allowed if own is None else min(allowed, int(own))
+
+
 def is_active(svc: Service, now: datetime) -> bool:
     end = svc.current_period_end
     return svc.status == "active" and (end is None or end > now)
@@ -141,7 +148,7 @@ async def load_entries(
             session_mode=mode,  # type: ignore[arg-type]
             pin=settings.pin if settings is not None else None,
             sticky_ttl=settings.sticky_ttl_seconds if settings is not None else 600,
-            max_connections=svc.max_connections + grants.get("connections", 0),
+            max_connections=connection_limit(svc.max_connections + grants.get("connections", 0), params),
             udp_allowed=bool(grants.get("udp") or params.get("udp")),
         )
         out[svc.service_id] = (entry, svc.current_period_end)

@@ -1,13 +1,17 @@
-"""`whoami`: the calling key, its scopes and the connecting IP as the server sees them."""
+"""`whoami`: the calling key, its scopes and the connecting IP as the server sees them.
+`get_recommendations`: what to do next, derived from usage, errors, limits, terms and the wallet."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.errors import Unauthorized
+from proxyplane.core.scopes import Scope
+from proxyplane.domains.agent import recommendations
 from proxyplane.ops import Context, Operation, register
 from proxyplane.storage.models import ApiKey
 
@@ -50,4 +54,58 @@ WHOAMI = Operation(
     output=WhoAmI,
     tags=("profile",),
 )
-register(WHOAMI)
+
+
+class RecommendationsQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    days: int = Field(default=7, ge=1, le=90, description="usage window: the last N days")
+    service_id: uuid.UUID | None = Field(default=None, description="only this service")
+
+
+class RecommendationOut(BaseModel):
+    kind: str = Field(
+        description="resume_service, extra_connections, raise_connection_limit, check_credentials, "
+        "refresh_ips, renew, top_up"
+    )
+    severity: str = Field(description="high, medium or low")
+    service_id: uuid.UUID | None
+    action: str = Field(description="the operation (MCP tool) that acts on it")
+    reason: str
+    data: dict[str, Any] = Field(description="the numbers behind the reason")
+
+
+class RecommendationsOut(BaseModel):
+    days: int
+    items: list[RecommendationOut] = Field(description="most severe first")
+    notes: list[str] = Field(description="what was not checked and why")
+
+
+async def get_recommendations(ctx: Context, q: RecommendationsQuery) -> RecommendationsOut:
+    from proxyplane.core.clock import utcnow
+
+    wallet_ok = Scope.wallet_read in ctx.caller.scopes or ctx.caller.key_id is None
+    now = utcnow()
+    found = await recommendations.recommend(
+        ctx.session, ctx.customer_id, days=q.days, service_id=q.service_id, include_balance=wallet_ok, now=now
+    )
+    return RecommendationsOut(
+        days=q.days,
+        items=[RecommendationOut(**r.__dict__) for r in found],
+        notes=[] if wallet_ok else ["balance vs. upcoming renewals not checked: the key lacks wallet:read"],
+    )
+
+
+RECOMMENDATIONS = Operation(
+    name="get_recommendations",
+    summary="What to do next, from real data: connection-limit hits (extra connections), authentication "
+    "errors (credentials/whitelist), upstream errors (refresh IPs), terms ending without auto-renew (renew), "
+    "suspended services (resume), balance below upcoming renewals (top up); each with reason and numbers.",
+    method="GET",
+    path="/customer/recommendations",
+    handler=get_recommendations,
+    input=RecommendationsQuery,
+    output=RecommendationsOut,
+    scopes=frozenset({Scope.usage_read, Scope.services_read}),
+    tags=("usage",),
+)
+register(WHOAMI, RECOMMENDATIONS)
