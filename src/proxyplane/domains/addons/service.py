@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, PriceChanged, ValidationFailed
+from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing import (
     PriceBook,
@@ -222,6 +223,7 @@ async def purchase(
     )
     addon.invoice_id = invoice.id
     await session.flush()
+    await service_events.addon_event(session, addon, "addon.activated", charged_cents=price)
     return addon
 
 
@@ -239,7 +241,12 @@ def refund_for(addon: ServiceAddon, now: datetime) -> int:
 
 
 async def cancel(
-    session: AsyncSession, addon: ServiceAddon, now: datetime | None = None, *, refund: bool = True
+    session: AsyncSession,
+    addon: ServiceAddon,
+    now: datetime | None = None,
+    *,
+    refund: bool = True,
+    reason: str = "customer",
 ) -> int:
     """Cancel (idempotent): the transaction that moves it out of `active` refunds the unused time.
     Returns this call's refund."""
@@ -275,6 +282,7 @@ async def cancel(
         )
         addon.refunded_cents += amount
         await session.flush()
+    await service_events.addon_event(session, addon, "addon.cancelled", refunded_cents=amount, reason=reason)
     return amount
 
 
@@ -284,7 +292,9 @@ async def cancel_all(
     """End every active add-on of a service (service cancelled: refund; terminated: no refund)."""
     total = 0
     for addon in await active_addons(session, service_id):
-        total += await cancel(session, addon, now, refund=refund)
+        total += await cancel(
+            session, addon, now, refund=refund, reason="service_cancelled" if refund else "service_ended"
+        )
     return total
 
 

@@ -44,3 +44,19 @@ async def order_placed(session: AsyncSession, svc: Service, amount_due_cents: in
 async def order_paid(session: AsyncSession, svc: Service) -> None:
     await service_event(session, svc, "order.paid", total_cents=svc.period_price_cents)
     await service_event(session, svc, "service.activated")
+
+
+async def addon_event(session: AsyncSession, addon: Any, event_type: str, **extra: Any) -> None:
+    """addon.activated / addon.cancelled (`addon` is a storage ServiceAddon)."""
+    data = {
+        "addon_id": str(addon.addon_id),
+        "service_id": str(addon.service_id),
+        "addon_type": addon.kind,
+        "status": addon.status,
+        "quantity": addon.quantity,
+        "parameters": dict(addon.parameters or {}),
+        "paid_through": addon.period_end.isoformat() if addon.period_end is not None else None,
+        "invoice_id": str(addon.invoice_id) if addon.invoice_id is not None else None,
+        **extra,
+    }
+    await emit(session, addon.customer_id, event_type, data)

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, ValidationFailed
+from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing import AddIpsQuote, PriceBook, PricingError, merge_segments, quote_add_ips
 from proxyplane.domains.pricing import refresh_price_cents as refresh_price
@@ -271,6 +272,15 @@ async def add_ips(
         now=now,
     )
     await session.flush()
+    await service_events.service_event(
+        session,
+        svc,
+        "service.ips_added",
+        ips=[{"ip": row.address, "port": row.port, "country": row.country} for row in new_ips],
+        ip_count=len(await services.service_ips(session, svc.service_id)),
+        charged_cents=charge,
+        invoice_id=str(invoice.id),
+    )
     return aq, new_ips, invoice.id
 
 
@@ -416,4 +426,15 @@ async def refresh(
     record.replaced = replaced
     record.invoice_id = invoice_id
     await session.flush()
+    await service_events.service_event(
+        session,
+        svc,
+        "service.ips_replaced",
+        refresh_kind=record.kind,
+        old_ips=[r["old"] for r in replaced],
+        new_ips=[r["new"] for r in replaced],
+        replaced=replaced,
+        charged_cents=charge,
+        invoice_id=str(invoice_id) if invoice_id is not None else None,
+    )
     return RefreshResult(record.kind, charge, replaced, invoice_id)

@@ -10,7 +10,10 @@ Rules (docs/decisions.md "Add-ons, refresh, invoices, renewals"):
   on request. A resumed service starts a fresh term from the moment it resumes.
 - after the grace period a suspended service is terminated: status `expired`, IPs back to stock, add-ons
   ended without refund.
-- auto_renew off: at the term end the service expires (IPs back to stock, add-ons ended).
+- auto_renew off: at the term end the service expires (IPs back to stock, add-ons ended); from
+  `expiring_soon` before the end, `service.expiring_soon` is emitted once per term.
+Events (in the transaction of the change): service.renewed, service.renewal_failed (once per term),
+service.suspended, service.expiring_soon, service.expired.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, InsufficientBalance
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.addons import service as addons
+from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models import Service
+from proxyplane.storage.models import Event, Service
 from proxyplane.storage.models.billing import RenewalClaim
 
 
@@ -42,13 +46,16 @@ from proxyplane.storage.models.billing import RenewalClaim
 class RenewalPolicy:
     renew_before: timedelta = timedelta(days=1)
     grace: timedelta = timedelta(days=3)
+    expiring_soon: timedelta = timedelta(days=3)
 
     @classmethod
     def from_env(cls) -> RenewalPolicy:
-        """PROXYPLANE_RENEW_BEFORE_HOURS (default 24), PROXYPLANE_RENEWAL_GRACE_HOURS (default 72)."""
+        """PROXYPLANE_RENEW_BEFORE_HOURS (default 24), PROXYPLANE_RENEWAL_GRACE_HOURS (default 72),
+        PROXYPLANE_EXPIRING_SOON_HOURS (default 72)."""
         return cls(
             renew_before=timedelta(hours=float(os.environ.get("PROXYPLANE_RENEW_BEFORE_HOURS", "24"))),
             grace=timedelta(hours=float(os.environ.get("PROXYPLANE_RENEWAL_GRACE_HOURS", "72"))),
+            expiring_soon=timedelta(hours=float(os.environ.get("PROXYPLANE_EXPIRING_SOON_HOURS", "72"))),
         )
 
 
@@ -59,6 +66,7 @@ class PassReport:
     suspended: list[uuid.UUID] = field(default_factory=list)
     terminated: list[uuid.UUID] = field(default_factory=list)
     expired: list[uuid.UUID] = field(default_factory=list)
+    expiring_soon: list[uuid.UUID] = field(default_factory=list)
     short: list[uuid.UUID] = field(default_factory=list)  # renewal tried, balance short, still in term
 
     @property
@@ -138,6 +146,14 @@ async def _charge_term(
         now=now,
     )
     await session.flush()
+    await service_events.service_event(
+        session,
+        svc,
+        "service.renewed",
+        months=svc.period_months,
+        charged_cents=total,
+        resumed=kind == "resume",
+    )
     return total
 
 
@@ -205,7 +221,29 @@ async def end_service(session: AsyncSession, svc: Service, from_status: str, now
         return False
     await stock.release(session, svc.service_id)
     await addons.cancel_all(session, svc.service_id, now, refund=False)
+    await session.refresh(svc)
+    reason = "terminated_after_grace" if from_status == "suspended" else "term_ended"
+    await service_events.service_event(session, svc, "service.expired", reason=reason)
     return True
+
+
+async def emitted_for_term(session: AsyncSession, svc: Service, event_type: str) -> bool:
+    """Whether `event_type` was already emitted for this service's current term (the outbox is the
+    record: events carry `service_id` and `current_period_end`)."""
+    end = svc.current_period_end.isoformat() if svc.current_period_end is not None else None
+    rows = await session.execute(
+        select(Event.data).where(Event.customer_id == svc.customer_id, Event.type == event_type)
+    )
+    sid = str(svc.service_id)
+    return any(d.get("service_id") == sid and d.get("current_period_end") == end for (d,) in rows.all())
+
+
+async def _locked(session: AsyncSession, number: int) -> Service | None:
+    """The service row, locked on PostgreSQL (SQLite writers are serialised by BEGIN IMMEDIATE), so two
+    workers deciding on a once-per-term event cannot both emit it."""
+    return (
+        await session.execute(select(Service).where(Service.number == number).with_for_update())
+    ).scalar_one_or_none()
 
 
 # --- the periodic pass ------------------------------------------------------------------------------
@@ -244,13 +282,46 @@ async def run_pass(
             if svc is not None and await end_service(uow.session, svc, "active", now):
                 await uow.commit()
                 report.expired.append(svc.service_id)
+    ending = await _ids(
+        db,
+        Service.status == "active",
+        Service.auto_renew.is_(False),
+        Service.current_period_end > now,
+        Service.current_period_end <= now + policy.expiring_soon,
+    )
+    for number in ending:
+        await _expiring_one(db, number, now, policy, report)
     return report
+
+
+async def _expiring_one(
+    db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
+) -> None:
+    """service.expiring_soon, once per term, for an active service without auto-renew near its end."""
+    async with db.unit_of_work() as uow:
+        svc = await _locked(uow.session, number)
+        if svc is None or svc.status != "active" or svc.auto_renew or svc.current_period_end is None:
+            return
+        if not now < svc.current_period_end <= now + policy.expiring_soon:
+            return
+        if await emitted_for_term(uow.session, svc, "service.expiring_soon"):
+            return
+        await service_events.service_event(
+            uow.session,
+            svc,
+            "service.expiring_soon",
+            expires_at=svc.current_period_end.isoformat(),
+            renewal_price_cents=await price_of_term(uow.session, svc),
+        )
+        await uow.commit()
+        report.expiring_soon.append(svc.service_id)
 
 
 async def _renew_one(
     db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
 ) -> None:
     short = False
+    failure: dict[str, object] = {}
     async with db.unit_of_work() as uow:
         svc = await uow.session.get(Service, number)
         if svc is None or svc.status != "active" or not svc.auto_renew or svc.current_period_end is None:
@@ -264,14 +335,26 @@ async def _renew_one(
             return
         except Conflict:
             return
-        except InsufficientBalance:
+        except InsufficientBalance as exc:
             short = True
+            failure = dict(exc.extra)
     if short:
         async with db.unit_of_work() as uow:
-            svc = await uow.session.get(Service, number)
-            if svc is None or svc.current_period_end is None:
+            svc = await _locked(uow.session, number)
+            if svc is None or svc.current_period_end is None or svc.status != "active":
                 return
+            if not await emitted_for_term(uow.session, svc, "service.renewal_failed"):
+                await service_events.service_event(
+                    uow.session,
+                    svc,
+                    "service.renewal_failed",
+                    reason="insufficient_balance",
+                    required_cents=failure.get("required_cents"),
+                    balance_cents=failure.get("balance_cents"),
+                    suspends_at=svc.current_period_end.isoformat(),
+                )
             if svc.current_period_end > now:
+                await uow.commit()
                 report.short.append(svc.service_id)
                 return
             moved = await uow.session.execute(
@@ -282,6 +365,15 @@ async def _renew_one(
                 .values(status="suspended")
                 .execution_options(synchronize_session=False)
             )
+            if moved.rowcount == 1:  # type: ignore[attr-defined]
+                await uow.session.refresh(svc)
+                await service_events.service_event(
+                    uow.session,
+                    svc,
+                    "service.suspended",
+                    reason="non_payment",
+                    terminates_at=(svc.current_period_end + policy.grace).isoformat(),
+                )
             await uow.commit()
             if moved.rowcount == 1:  # type: ignore[attr-defined]
                 report.suspended.append(svc.service_id)
