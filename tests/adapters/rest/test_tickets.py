@@ -5,6 +5,8 @@ import uuid
 import httpx
 import pytest
 
+from proxyplane.platform import Platform
+from tests.adapters.rest.growth_support import buy
 from tests.support import Account, bearer, make_account
 
 pytestmark = pytest.mark.anyio
@@ -13,12 +15,11 @@ BASE = "/api/v1/customer/tickets"
 
 async def test_ticket_flow(client: httpx.AsyncClient, account: Account) -> None:
     key = await account.key({"tickets:read", "tickets:write"})
-    service_id = str(uuid.uuid4())
-    body = {"subject": "Slow proxy", "message": "IP 1 is slow", "service_id": service_id}
+    body = {"subject": "Slow proxy", "message": "IP 1 is slow"}
     r = await client.post(BASE, json=body, headers=bearer(key))
     assert r.status_code == 201, r.text
     t = r.json()
-    assert t["status"] == "open" and t["service_id"] == service_id
+    assert t["status"] == "open" and t["service_id"] is None
     assert [(m["author"], m["body"]) for m in t["messages"]] == [("customer", "IP 1 is slow")]
     page = (await client.get(BASE, headers=bearer(key))).json()
     assert (
@@ -63,3 +64,19 @@ async def test_other_customers_ticket_is_not_found(
     r = await client.post(f"{BASE}/{t['ticket_id']}/reply", json={"message": "hi"}, headers=bearer(skey))
     assert r.status_code == 404
     assert (await client.get(BASE, headers=bearer(skey))).json()["total"] == 0
+
+
+async def test_ticket_service_must_be_the_customers(client: httpx.AsyncClient, platform: Platform) -> None:
+    mine = await buy(client, platform, country="SE", count=8, stock=16)
+    theirs = await buy(client, platform, country="SE", count=8, stock=None)
+    key = await mine.account.key({"tickets:read", "tickets:write"})
+    body = {"subject": "Slow proxy", "message": "IP 1 is slow", "service_id": mine.sid}
+    r = await client.post(BASE, json=body, headers=bearer(key))
+    assert r.status_code == 201 and r.json()["service_id"] == mine.sid, r.text
+    for other in (theirs.sid, str(uuid.uuid4())):  # another customer's or an unknown service: 422
+        r = await client.post(BASE, json={**body, "service_id": other}, headers=bearer(key))
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"]["error"] == "validation_error"
+        assert r.json()["detail"]["field"] == "service_id"
+    page = (await client.get(BASE, headers=bearer(key))).json()
+    assert page["total"] == 1

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound, ValidationFailed
 from proxyplane.domains.events.service import emit
-from proxyplane.storage.models import Customer, Ticket, TicketMessage
+from proxyplane.storage.models import Customer, Service, Ticket, TicketMessage
 
 CUSTOMER = "customer"
 SUPPORT = "support"
@@ -27,7 +27,12 @@ async def open_ticket(
     service_id: uuid.UUID | None = None,
     author: str = CUSTOMER,
 ) -> Ticket:
-    """Open a ticket. `service_id` is stored as a reference (see docs/decisions.md)."""
+    """Open a ticket. `service_id`, when given, must be one of the customer's services (any status):
+    another customer's or an unknown id is refused with 422 on `service_id` (see docs/decisions.md)."""
+    if service_id is not None:
+        owner = await session.scalar(select(Service.customer_id).where(Service.service_id == service_id))
+        if owner != customer_id:
+            raise ValidationFailed(f"service {service_id} not found", field="service_id")
     if author == CUSTOMER:
         open_count = await session.scalar(
             select(func.count()).where(Ticket.customer_id == customer_id, Ticket.status != "closed")
