@@ -13,7 +13,14 @@ from typing import Any
 from mcp.server.mcpserver import Context as MCPContext
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import (
+    BlobResourceContents,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, create_model
 
 from proxyplane.core.errors import DomainError
@@ -27,6 +34,7 @@ PRINCIPAL = "proxyplane_principal"  # key in the ASGI scope state, set by the AP
 CONTEXT_KWARG = "mcp_context"
 MAX_TOTAL = "max_total_cents"
 EXPECTED_PRICE = "expected_price_cents"
+FILE_FIELD = "content_base64"  # a result carrying a file (base64) is also attached as an embedded resource
 DESTRUCTIVE_PREFIXES = ("cancel", "revoke", "delete", "remove", "purge", "reset", "replace")
 
 # What an agent should do next, per error code (added to the is_error text).
@@ -164,6 +172,23 @@ def validation_result(exc: ValidationError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
+def content_blocks(op: Operation, content: dict[str, Any]) -> list[ContentBlock]:
+    """The JSON as text; a file result (`content_base64` + `content_type`, e.g. the invoice PDF) is also
+    attached as an embedded resource, and its text leaves out the base64 (it would only repeat it)."""
+    if isinstance(content.get(FILE_FIELD), str) and isinstance(content.get("content_type"), str):
+        name = str(content.get("filename") or "file")
+        blob = BlobResourceContents(
+            uri=f"proxyplane://{op.name}/{name}", mime_type=content["content_type"], blob=content[FILE_FIELD]
+        )
+        summary = {k: v for k, v in content.items() if k != FILE_FIELD}
+        summary["attached"] = f"{name} as an embedded resource ({content['content_type']})"
+        return [
+            TextContent(type="text", text=json.dumps(summary, ensure_ascii=False)),
+            EmbeddedResource(type="resource", resource=blob),
+        ]
+    return [TextContent(type="text", text=json.dumps(content, ensure_ascii=False))]
+
+
 def caller_from(context: MCPContext[Any, Any]) -> Caller:
     """The Caller for this HTTP request: the principal the API-key gate authenticated (same
     `authenticate()` as REST), the client IP and user agent, channel "mcp"."""
@@ -206,8 +231,7 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         if op.output is None:
             return CallToolResult(content=[TextContent(type="text", text=f"ok: {op.name} done")])
         content = structured(result, wrap_key)
-        text = json.dumps(content, ensure_ascii=False)
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=content)
+        return CallToolResult(content=content_blocks(op, content), structured_content=content)
 
     run.__name__ = op.name
     metadata = FuncMetadata(arg_model=args_model, output_model=out_model)
