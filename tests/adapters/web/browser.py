@@ -27,8 +27,9 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def serve(database_url: str, home: Path) -> Iterator[str]:
-    """Yield the base URL of a running control plane; stop it afterwards."""
+def serve(database_url: str, home: Path, gateway: bool = False) -> Iterator[str]:
+    """Yield the base URL of a running control plane; stop it afterwards. With `gateway`, a gateway node
+    runs in the same process as `proxyplane serve` runs it (ports from PROXYPLANE_GATEWAY_*)."""
     from proxyplane.adapters.rest.app import create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -39,12 +40,17 @@ def serve(database_url: str, home: Path) -> Iterator[str]:
     settings = Settings(
         home=home,
         database_url=database_url,
-        secret_key="browser-test-key",
+        secret_key="test-secret-key",  # as tests/conftest.py: a gateway node decrypts every service
         api_port=port,
         public_base_url=base,
     )
     platform = Platform(settings, Database(settings.resolved_database_url()))
-    config = uvicorn.Config(create_app(platform), log_level="warning", lifespan="on")
+    parts: list[object] = []
+    if gateway:
+        from proxyplane.gateway_cli import gateway_part
+
+        parts.append(gateway_part(platform))
+    config = uvicorn.Config(create_app(platform, lifespan_parts=parts), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
