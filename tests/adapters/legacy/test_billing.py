@@ -91,3 +91,25 @@ async def test_update_list_refreshes_then_throttles(
     assert (await client.get(f"/api/service/{number}", headers=auth(account))).json()[
         "bindedip"
     ] == "203.0.113.7"
+
+
+async def test_catalog_product_purchase_returns_its_invoice(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    pid, _ = await static_product(platform, "MD", ips=2)
+    await account.credit(1_000)
+    made = await buy(client, account, pid, setip="192.0.2.45")
+    assert made["invoiceId"] > 0 and made["amount"] == 2.5
+    key = await account.key()
+    v1 = (await client.get(f"/api/v1/customer/invoices/{made['invoiceId']}", headers=bearer(key))).json()
+    assert v1["kind"] == "catalog" and v1["total_cents"] == 250 and v1["status"] == "paid"
+    listed = (await client.get("/api/billing/invoices", headers=auth(account))).json()
+    assert [(i["id"], i["serviceid"], i["status"]) for i in listed] == [
+        (made["invoiceId"], made["serviceId"], "Paid")
+    ]
+    again = await buy(client, account, pid, setip="192.0.2.45")  # a repeat: the same service and invoice
+    assert (again["serviceId"], again["invoiceId"], again["amount"]) == (
+        made["serviceId"],
+        made["invoiceId"],
+        0,
+    )

@@ -92,3 +92,32 @@ async def test_buy_proxy_product_with_parameters_and_402(
     assert (
         await client.post("/api/v1/customer/services", json=body, headers=bearer(no_spend))
     ).status_code == 403
+
+
+async def test_catalog_purchase_records_a_paid_invoice_once(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    await _seeded(platform)
+    key = await account.key()
+    await account.credit(2_000)
+    product = await _product(client, key, "Rotating datacenter")
+    body = {"product_id": product["product_id"], "parameters": {}}
+    r = await client.post("/api/v1/customer/services", json=body, headers=bearer(key))
+    assert r.status_code == 201, r.text
+    bought = r.json()
+    assert bought["invoice_id"] is not None and bought["charged_cents"] == product["price_cents"]
+    invoice = (
+        await client.get(f"/api/v1/customer/invoices/{bought['invoice_id']}", headers=bearer(key))
+    ).json()
+    assert invoice["kind"] == "catalog" and invoice["status"] == "paid"
+    assert invoice["service_id"] == bought["service"]["service_id"]
+    assert (
+        invoice["total_cents"] == product["price_cents"] == sum(x["amount_cents"] for x in invoice["lines"])
+    )
+    ledger = (await client.get("/api/v1/customer/wallet/ledger", headers=bearer(key))).json()["items"]
+    purchase = next(e for e in ledger if e["kind"] == "purchase")
+    assert purchase["invoice_id"] == bought["invoice_id"]
+    again = (await client.post("/api/v1/customer/services", json=body, headers=bearer(key))).json()
+    assert again["created"] is False and again["invoice_id"] is None
+    listed = (await client.get("/api/v1/customer/invoices", headers=bearer(key))).json()
+    assert [i["invoice_id"] for i in listed["items"] if i["kind"] == "catalog"] == [bought["invoice_id"]]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.catalog import service as catalog
+from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.orders.service import check_whitelist
 from proxyplane.domains.services.ops import emit_changed
 from proxyplane.domains.services.schemas import ServiceOut, service_out
@@ -61,6 +62,7 @@ class ServiceCreated(BaseModel):
     service: ServiceOut
     created: bool = Field(description="false: the same product and parameters were already bought")
     charged_cents: int
+    invoice_id: str | None = Field(default=None, description="the purchase's invoice; null on a repeat")
 
 
 async def _partner(ctx: Context) -> int:
@@ -107,12 +109,18 @@ async def create_service(ctx: Context, data: CreateServiceIn) -> ServiceCreated:
         whitelist_ips=whitelist,
         postgres=ctx.uow.dialect == "postgresql",
     )
+    invoice_id = None
     if created:
         emit_changed(ctx, svc.service_id)
+        rows, _ = await invoices.list_for_customer(
+            ctx.session, ctx.customer_id, 0, 1, service_id=svc.service_id
+        )
+        invoice_id = str(rows[0].id) if rows else None
     return ServiceCreated(
         service=await service_out(ctx.session, ctx.platform.secrets, svc),
         created=created,
         charged_cents=svc.wallet_paid_cents if created else 0,
+        invoice_id=invoice_id,
     )
 
 

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox
+from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing.money import percent_of, round_half_up
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
@@ -108,7 +109,8 @@ async def buy(
     whitelist_ips: list[str],
     postgres: bool,
 ) -> tuple[Service, bool]:
-    """(service, created). Paid from the wallet (402 when short, nothing changed)."""
+    """(service, created). Paid from the wallet (402 when short, nothing changed); a new purchase gets
+    a paid `catalog` invoice (its total is the price charged, 0 for a free product)."""
     product = await get_product(session, product_id)
     params = validate_parameters(product.parameters_schema or {}, parameters)
     key = purchase_key(product.product_id, params)
@@ -139,8 +141,9 @@ async def buy(
         if existing is None:
             raise
         return existing, False
+    entry = None
     if price > 0:
-        await wallet.debit(
+        entry = await wallet.debit(
             session,
             customer_id,
             price,
@@ -149,6 +152,15 @@ async def buy(
             service_id=svc.service_id,
         )
     svc.wallet_paid_cents = price
+    await invoices.record_charge(
+        session,
+        customer_id,
+        kind="catalog",
+        description=f"{product.name} (service #{svc.number})",
+        lines=[invoices.Line(f"{product.name}, {product.period_months} month(s)", 1, price, price)],
+        service_id=svc.service_id,
+        ledger_entries=[entry],
+    )
     if product.kind != "proxy_rotating":
         count = int(config.get("ip_count", 1))
         country = params.get("country", config.get("country"))
