@@ -13,6 +13,10 @@ from .metering import Meter
 from .routing import Router
 from .upstream import UpstreamPool
 
+# upstream failures attributed to the exit IP they were made from (not dns: that is the name's fault,
+# not blocked: the destination policy's)
+EXIT_FAULTS = frozenset({"connect", "refused", "timeout"})
+
 
 @dataclass
 class Settings:
@@ -41,8 +45,12 @@ class Context:
     # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
     unattributed_errors: Counter[str] = field(default_factory=Counter)
 
-    def error(self, service_id: str | None, host: str, reason: str) -> None:
+    def error(self, service_id: str | None, host: str, reason: str, exit_ip: str = "") -> None:
+        """Count an error; upstream failures that say something about the exit IP used (EXIT_FAULTS)
+        are attributed to ``exit_ip`` as well (exit-IP health)."""
         if service_id is None:
             self.unattributed_errors[reason] += 1
+        elif exit_ip and reason in EXIT_FAULTS:
+            self.meter.exit_error(service_id, host, exit_ip, reason)
         else:
             self.meter.record(service_id, host, error=reason)

@@ -324,7 +324,7 @@ class HttpProxyConnection(asyncio.Protocol):
             transport, up = await open_connection(lambda: HttpUpstream(key), key[0], key[1], key[2],
                                                   ctx.settings.connect_timeout, ctx.destinations)
         except UpstreamError as exc:
-            self.fail(exc.status, str(exc), exc.reason, self.req_service, key[1])
+            self.fail(exc.status, str(exc), exc.reason, self.req_service, key[1], key[0])
             return
         finally:
             self.task = None
@@ -423,7 +423,7 @@ class HttpProxyConnection(asyncio.Protocol):
             self.fail(502, str(exc), exc.reason, service_id, req.host)
             return
         self.tunneling = True
-        self.req_service, self.tunnel_host = service_id, req.host
+        self.req_service, self.tunnel_host, self.exit_ip = service_id, req.host, exit_ip
         self.pause(_CONNECTING)
         self.connector = Connector(self.ctx, self, RelayEnd, exit_ip, req.host, req.port)
 
@@ -445,7 +445,7 @@ class HttpProxyConnection(asyncio.Protocol):
     def connect_failed(self, error: UpstreamError) -> None:
         self.connector = None
         self.tunneling = False
-        self.fail(error.status, str(error), error.reason, self.req_service, self.tunnel_host)
+        self.fail(error.status, str(error), error.reason, self.req_service, self.tunnel_host, self.exit_ip)
 
     # -- endings --
     def reply_and_close(self, reply: bytes) -> None:
@@ -454,8 +454,8 @@ class HttpProxyConnection(asyncio.Protocol):
         self.close()
 
     def fail(self, status: int, message: str, reason: str, service_id: str | None = None,
-             host: str = "") -> None:
-        self.ctx.error(service_id, host, reason)
+             host: str = "", exit_ip: str = "") -> None:
+        self.ctx.error(service_id, host, reason, exit_ip)
         if self.req is not None and service_id is not None:
             self.ctx.meter.record(service_id, self.req.host, requests=1, bytes_up=self.up_bytes,
                                   bytes_down=self.down_bytes)

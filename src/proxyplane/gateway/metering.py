@@ -28,6 +28,8 @@ class UsageRow:
     bytes_up: int = 0  # client -> destination
     bytes_down: int = 0  # destination -> client
     errors: dict[str, int] = field(default_factory=dict)
+    # upstream failures by (exit IP, category): also counted in ``errors``; see ``Meter.exit_error``
+    exit_errors: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def merge(self, other: UsageRow) -> None:
         self.requests += other.requests
@@ -36,6 +38,8 @@ class UsageRow:
         self.bytes_down += other.bytes_down
         for key, n in other.errors.items():
             self.errors[key] = self.errors.get(key, 0) + n
+        for pair, n in other.exit_errors.items():
+            self.exit_errors[pair] = self.exit_errors.get(pair, 0) + n
 
 
 UsageSink = Callable[[list[UsageRow]], Awaitable[None]]
@@ -87,6 +91,14 @@ class Meter:
         row.bytes_down += bytes_down
         if error is not None:
             row.errors[error] = row.errors.get(error, 0) + 1
+
+    def exit_error(self, service_id: str, host: str, exit_ip: str, category: str) -> None:
+        """An upstream failure (connect error, refused, timeout) from ``exit_ip``: one error of
+        ``category`` for the service and host, also attributed to the exit IP."""
+        row = self._row(service_id, host)
+        row.errors[category] = row.errors.get(category, 0) + 1
+        pair = (exit_ip, category)
+        row.exit_errors[pair] = row.exit_errors.get(pair, 0) + 1
 
     def open_flow(self, service_id: str, host: str, *, requests: int = 0, connections: int = 0) -> Flow:
         flow = Flow(service_id, host, requests, connections)

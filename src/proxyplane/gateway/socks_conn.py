@@ -33,6 +33,7 @@ class Socks5Connection(asyncio.Protocol):
         self.connector: Connector | None = None
         self.deadline = 0  # the handshake timeout's Deadlines bucket while negotiating
         self.host = ""
+        self.exit_ip = ""
 
     @property
     def listen_ip(self) -> str:
@@ -112,8 +113,8 @@ class Socks5Connection(asyncio.Protocol):
             return
         self.send(self.parser.auth_result(True))
 
-    def refuse(self, rep: int, reason: str, service_id: str | None, host: str) -> None:
-        self.ctx.error(service_id, host, reason)
+    def refuse(self, rep: int, reason: str, service_id: str | None, host: str, exit_ip: str = "") -> None:
+        self.ctx.error(service_id, host, reason, exit_ip)
         self.send(self.parser.reply(rep))
         self.close()
 
@@ -148,7 +149,7 @@ class Socks5Connection(asyncio.Protocol):
             self.task = asyncio.get_running_loop().create_task(self.start_udp(sid, exit_ip))
             return
         # the connection and request are counted with the tunnel's flow (or with the failure)
-        self.host = req.host
+        self.host, self.exit_ip = req.host, exit_ip
         self.transport.pause_reading()
         self.connector = Connector(self.ctx, self, RelayEnd, exit_ip, req.host, req.port)
 
@@ -170,7 +171,7 @@ class Socks5Connection(asyncio.Protocol):
         self.connector = None
         sid = self.slot or ""
         self.ctx.meter.record(sid, self.host, connections=1, requests=1)
-        self.refuse(error.rep, error.reason, sid, self.host)
+        self.refuse(error.rep, error.reason, sid, self.host, self.exit_ip)
 
     async def start_udp(self, sid: str, exit_ip: str) -> None:
         loop = asyncio.get_running_loop()

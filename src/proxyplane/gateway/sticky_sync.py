@@ -6,8 +6,11 @@ purge them and several gateway nodes agree on a sid's exit IP.
   (writer = this node's id) and applies the rows written by anybody else since its last look (with a
   5 s overlap for late commits): the API's rotations (new exit IP, TTL restarted), ends (``ended``), purge
   markers (sid ``*``) and other nodes' sessions. Of two nodes' live versions of a sid the one started first
-  wins (the loser adopts it), so nodes converge; the API's rotations always win. Rows that expired an
-  hour ago are deleted now and then.
+  wins (the loser adopts it), so nodes converge; the API's rotations always win: a node never overwrites
+  a row the API wrote with a session that started before the API's write (the upsert's WHERE), and a
+  session adopted from the API is not written back under the node's id (which would turn it into a
+  node version that an older session on another node would beat). Rows that expired an hour ago are
+  deleted now and then.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -33,6 +36,7 @@ from .access import ServiceEntry
 from .routing import Router, StickySession
 
 log = logging.getLogger(__name__)
+API_WRITER = "api"  # proxyplane.domains.proxy.service.API_WRITER (the gateway does not import domains)
 OVERLAP = timedelta(seconds=5)
 
 
@@ -78,6 +82,8 @@ class SharedRouter(Router):
         if not force and current is not None and current.expires > now and current.started < started:
             self.dirty.add((service_id, sid))
             return False
+        if force:  # the API's version stands in the store as it is: nothing of ours to write
+            self.dirty.discard((service_id, sid))
         self._sessions.setdefault(service_id, {})[sid] = StickySession(
             service_id, sid, exit_ip, started, expires
         )
@@ -146,12 +152,15 @@ class StickySync:
             async with self.db.unit_of_work(write=True) as uow:
                 for i in range(0, len(values), 400):
                     stmt = insert(StickyRow).values(values[i : i + 400])
+                    table = StickyRow.__table__.c
                     stmt = stmt.on_conflict_do_update(
                         index_elements=["service_id", "sid"],
                         set_={
                             c: stmt.excluded[c]
                             for c in ("exit_ip", "started_at", "expires_at", "ended", "writer", "updated_at")
                         },
+                        # an API rotation/end/purge is not undone by a session that started before it
+                        where=or_(table.writer != API_WRITER, stmt.excluded.started_at > table.updated_at),
                     )
                     await uow.session.execute(stmt)
                 await uow.commit()
@@ -194,7 +203,7 @@ class StickySync:
                     row.exit_ip,
                     _ts(row.started_at),
                     _ts(row.expires_at),
-                    row.writer == "api",
+                    row.writer == API_WRITER,
                 )
         return applied
 

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
+from proxyplane.storage.models.gateway_health import UsageExitError
 
 from .metering import UsageRow, UsageSink
 
@@ -64,8 +65,32 @@ def usage_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[
     return list(minutes.values()), list(errors.values())
 
 
+def exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
+    """usage_exit_errors rows (service, minute, exit IP, category), merged per key."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        sid = _service_uuid(row.service_id) if row.exit_errors else None
+        if sid is None:
+            continue
+        for (exit_ip, category), n in row.exit_errors.items():
+            key = (sid, row.minute, exit_ip, category)
+            value = out.setdefault(
+                key,
+                {
+                    "service_id": sid,
+                    "minute": row.minute,
+                    "exit_ip": exit_ip[:45],
+                    "category": category[:40],
+                    "count": 0,
+                },
+            )
+            value["count"] += n
+    return list(out.values())
+
+
 async def write_usage(db: Database, rows: list[UsageRow]) -> None:
     minutes, errors = usage_values(rows)
+    exit_errors = exit_error_values(rows)
     insert = sqlite_insert if db.is_sqlite else pg_insert
     async with db.unit_of_work(write=True) as uow:
         for i in range(0, len(minutes), BATCH):
@@ -83,6 +108,13 @@ async def write_usage(db: Database, rows: list[UsageRow]) -> None:
                 set_={"count": UsageError.__table__.c["count"] + estmt.excluded["count"]},
             )
             await uow.session.execute(estmt)
+        for i in range(0, len(exit_errors), BATCH):
+            xstmt = insert(UsageExitError).values(exit_errors[i : i + BATCH])
+            xstmt = xstmt.on_conflict_do_update(
+                index_elements=["service_id", "minute", "exit_ip", "category"],
+                set_={"count": UsageExitError.__table__.c["count"] + xstmt.excluded["count"]},
+            )
+            await uow.session.execute(xstmt)
         await uow.commit()
 
 

@@ -11,6 +11,8 @@ columns host,port[,login,password] (no header). A service that is not active lis
 
 from __future__ import annotations
 
+import ipaddress
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,9 +20,11 @@ from sqlalchemy import select
 
 from proxyplane.adapters.legacy.handlers import owned_service
 from proxyplane.adapters.legacy.render import CLIENT_NOT_FOUND
+from proxyplane.core.clock import utcnow
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.services import service as services
+from proxyplane.domains.usage import service as usage
 from proxyplane.ops import Context, Effect, Operation
 from proxyplane.storage.models import ServiceIp, StockIp
 
@@ -119,11 +123,26 @@ async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
     return list(retired.scalars())
 
 
+ERROR_WINDOW = timedelta(minutes=15)
+
+
 async def error_ips(ctx: Context, ref: StatusRef) -> list[str]:
-    """Exit IPs with errors. The gateway meters errors per service, category and destination host, not
-    per exit IP, so no IP can be singled out: always the empty array ("no data") for now."""
-    await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
-    return []
+    """Exit IPs of the service whose upstream connections failed (connect error, refused, timeout, as
+    metered by the gateway per exit IP) in the last ERROR_WINDOW (15 minutes, counted in whole minutes),
+    sorted; [] when all were healthy. Only IPs the service can still use are listed: the allocated
+    (unreleased) IPs of a static service, any exit IP of a rotating one."""
+    svc = await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
+    now = utcnow()
+    failing = await usage.errors_by_exit_ip(ctx.session, svc.service_id, now - ERROR_WINDOW, now)
+    if svc.product_kind != ROTATING:
+        held = {ip.address for ip in await services.service_ips(ctx.session, svc.service_id)}
+        failing = {ip: n for ip, n in failing.items() if ip in held}
+    return sorted(failing, key=_ip_order)
+
+
+def _ip_order(address: str) -> tuple[int, int]:
+    ip = ipaddress.ip_address(address)
+    return ip.version, int(ip)
 
 
 def _op(name: str, handler: Any, input_model: type[BaseModel], scopes: set[str]) -> Operation:

@@ -83,6 +83,11 @@ class DestinationsOut(BaseModel):
 class ErrorsOut(BaseModel):
     service_id: uuid.UUID
     errors_by_category: dict[str, int]
+    errors_by_exit_ip: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Upstream failures (connect, refused, timeout) per exit IP and category; exit IPs "
+        "without failures are not listed",
+    )
 
 
 async def _owned(ctx: Context, service_id: uuid.UUID) -> uuid.UUID:
@@ -128,7 +133,9 @@ async def top_destinations(ctx: Context, q: TopQuery) -> DestinationsOut:
 async def usage_errors(ctx: Context, q: WindowQuery) -> ErrorsOut:
     sid = await _owned(ctx, q.service_id)
     return ErrorsOut(
-        service_id=sid, errors_by_category=await usage.errors_by_category(ctx.session, sid, q.start, q.end)
+        service_id=sid,
+        errors_by_category=await usage.errors_by_category(ctx.session, sid, q.start, q.end),
+        errors_by_exit_ip=await usage.errors_by_exit_ip(ctx.session, sid, q.start, q.end),
     )
 
 

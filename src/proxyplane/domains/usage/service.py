@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import as_utc
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
+from proxyplane.storage.models.gateway_health import UsageExitError
 
 MAX_EXPORT_ROWS = 200_000
 COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
@@ -71,6 +72,23 @@ async def errors_by_category(
         .order_by(UsageError.category)
     )
     return {c: int(n) for c, n in rows.all()}
+
+
+async def errors_by_exit_ip(
+    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+) -> dict[str, dict[str, int]]:
+    """Upstream failures (connect, refused, timeout) per exit IP and category in the window."""
+    start, end = window(start, end)
+    rows = await session.execute(
+        select(UsageExitError.exit_ip, UsageExitError.category, func.sum(UsageExitError.count))
+        .where(*_where(UsageExitError, service_id, start, end))
+        .group_by(UsageExitError.exit_ip, UsageExitError.category)
+        .order_by(UsageExitError.exit_ip, UsageExitError.category)
+    )
+    out: dict[str, dict[str, int]] = {}
+    for ip, category, n in rows.all():
+        out.setdefault(ip, {})[category] = int(n)
+    return out
 
 
 async def series(
