@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,7 +31,7 @@ from proxyplane.domains.pricing import (
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.storage.models import Service
+from proxyplane.storage.models import Service, ServiceWhitelist
 from proxyplane.storage.models.billing import ServiceAddon
 
 NAMES = {
@@ -282,8 +282,42 @@ async def cancel(
         )
         addon.refunded_cents += amount
         await session.flush()
-    await service_events.addon_event(session, addon, "addon.cancelled", refunded_cents=amount, reason=reason)
+    removed = (
+        await trim_whitelist(session, addon.service_id, now) if addon.kind == "extra_whitelist_slots" else []
+    )
+    await service_events.addon_event(
+        session, addon, "addon.cancelled", refunded_cents=amount, reason=reason, removed_whitelist_ips=removed
+    )
     return amount
+
+
+async def trim_whitelist(session: AsyncSession, service_id: uuid.UUID, now: datetime) -> list[str]:
+    """After slots went away: remove the newest whitelist entries beyond the limit (the oldest stay) and
+    bump the gateway's change marker. Returns the removed IPs."""
+    limit = (await entitlements(session, service_id)).whitelist_limit
+    rows = (
+        (
+            await session.execute(
+                select(ServiceWhitelist)
+                .where(ServiceWhitelist.service_id == service_id)
+                .order_by(ServiceWhitelist.id)
+            )
+        )
+        .scalars()
+        .all()
+    )
+    extra = list(rows[limit:])
+    if not extra:
+        return []
+    await session.execute(delete(ServiceWhitelist).where(ServiceWhitelist.id.in_([r.id for r in extra])))
+    await session.execute(
+        update(Service)
+        .where(Service.service_id == service_id)
+        .values(updated_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    await session.flush()
+    return [r.ip for r in extra]
 
 
 async def cancel_all(

@@ -10,26 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import random
 import re
-import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox
-from proxyplane.domains.pricing.store import load_pricebooks
+from proxyplane.domains.addons import service as addons
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
 
 API_WRITER = "api"
 TTL_MINUTES = (1, 2, 3, 5, 10, 15)
-DEFAULT_WHITELIST_SLOTS = 3
 LOGIN_RE = re.compile(r"^[a-z0-9_]{3,32}$")
 
 
@@ -65,42 +62,10 @@ async def settings_row(session: AsyncSession, svc: Service) -> ProxySettings:
     return row
 
 
-async def addon_grants(session: AsyncSession, service_id: uuid.UUID) -> dict[str, int]:
-    """Active add-ons of a service (table of issue 5; none when that table does not exist yet)."""
-    grants = {"udp": 0, "whitelist_slots": 0, "connections": 0}
-    try:
-        async with session.begin_nested():
-            rows = (
-                await session.execute(
-                    text(
-                        "SELECT kind, quantity, parameters FROM service_addons "
-                        "WHERE status = 'active' AND service_id = :sid"
-                    ),
-                    {"sid": _sid_param(session, service_id)},
-                )
-            ).all()
-    except Exception:  # noqa: BLE001  (no add-on table yet)
-        return grants
-    for kind, quantity, params in rows:
-        params = json.loads(params) if isinstance(params, str) else dict(params or {})
-        if kind == "udp":
-            grants["udp"] = 1
-        elif kind == "extra_whitelist_slots":
-            grants["whitelist_slots"] += int(params.get("whitelist_slots", quantity or 0))
-        elif kind == "extra_connections":
-            grants["connections"] += int(params.get("connections", quantity or 0))
-    return grants
-
-
-def _sid_param(session: AsyncSession, service_id: uuid.UUID) -> object:
-    # sa.Uuid is stored as 32 hex characters on SQLite and as a native uuid on PostgreSQL
-    return service_id.hex if session.get_bind().dialect.name == "sqlite" else service_id
-
-
 async def whitelist_limit(session: AsyncSession, svc: Service) -> int:
-    book = (await load_pricebooks(session)).get(svc.product_kind)
-    base = book.included_whitelist_slots if book is not None else DEFAULT_WHITELIST_SLOTS
-    return base + (await addon_grants(session, svc.service_id))["whitelist_slots"]
+    """The one whitelist limit (included slots + extra slots add-ons): the add-ons domain's entitlements,
+    the same figure the gateway gets."""
+    return (await addons.entitlements(session, svc.service_id)).whitelist_limit
 
 
 async def exit_pool(session: AsyncSession, svc: Service) -> dict[str, str]:
