@@ -296,8 +296,10 @@ async def on_deposit_settled(session: AsyncSession, deposit: Deposit) -> None:
     order_invoice = await settle_deposit_invoice(session, deposit.id, deposit.status == "paid")
     if order_invoice is not None or deposit.status != "paid":
         return None
-    linked = await session.scalar(select(func.count()).where(Service.deposit_id == deposit.id))
-    if linked:
+    linked = await session.scalar(
+        select(func.count()).where(Service.deposit_id == deposit.id, Service.status != "cancelled")
+    )
+    if linked:  # a late payment of a cancelled (expired) order's checkout is a top-up of the wallet
         return None
     await record_charge(
         session,

@@ -33,6 +33,7 @@ from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.addons import service as addons
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
+from proxyplane.domains.orders.expiry import expire_checkouts
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
@@ -47,15 +48,17 @@ class RenewalPolicy:
     renew_before: timedelta = timedelta(days=1)
     grace: timedelta = timedelta(days=3)
     expiring_soon: timedelta = timedelta(days=3)
+    checkout_ttl: timedelta = timedelta(minutes=60)
 
     @classmethod
     def from_env(cls) -> RenewalPolicy:
         """PROXYPLANE_RENEW_BEFORE_HOURS (default 24), PROXYPLANE_RENEWAL_GRACE_HOURS (default 72),
-        PROXYPLANE_EXPIRING_SOON_HOURS (default 72)."""
+        PROXYPLANE_EXPIRING_SOON_HOURS (default 72), PROXYPLANE_CHECKOUT_TTL_MINUTES (default 60)."""
         return cls(
             renew_before=timedelta(hours=float(os.environ.get("PROXYPLANE_RENEW_BEFORE_HOURS", "24"))),
             grace=timedelta(hours=float(os.environ.get("PROXYPLANE_RENEWAL_GRACE_HOURS", "72"))),
             expiring_soon=timedelta(hours=float(os.environ.get("PROXYPLANE_EXPIRING_SOON_HOURS", "72"))),
+            checkout_ttl=timedelta(minutes=float(os.environ.get("PROXYPLANE_CHECKOUT_TTL_MINUTES", "60"))),
         )
 
 
@@ -67,11 +70,19 @@ class PassReport:
     terminated: list[uuid.UUID] = field(default_factory=list)
     expired: list[uuid.UUID] = field(default_factory=list)
     expiring_soon: list[uuid.UUID] = field(default_factory=list)
+    checkouts_expired: list[uuid.UUID] = field(default_factory=list)  # unpaid orders cancelled
     short: list[uuid.UUID] = field(default_factory=list)  # renewal tried, balance short, still in term
 
     @property
     def changed(self) -> list[uuid.UUID]:
-        return [*self.renewed, *self.resumed, *self.suspended, *self.terminated, *self.expired]
+        return [
+            *self.renewed,
+            *self.resumed,
+            *self.suspended,
+            *self.terminated,
+            *self.expired,
+            *self.checkouts_expired,
+        ]
 
 
 async def term_lines(session: AsyncSession, svc: Service) -> tuple[list[invoices.Line], list[tuple]]:  # type: ignore[type-arg]
@@ -291,6 +302,7 @@ async def run_pass(
     )
     for number in ending:
         await _expiring_one(db, number, now, policy, report)
+    report.checkouts_expired = await expire_checkouts(db, now, policy.checkout_ttl)
     return report
 
 

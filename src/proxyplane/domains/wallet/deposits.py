@@ -102,9 +102,12 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
             f"paid amount {event.amount_cents} differs from the deposit's {deposit.amount_cents}"
         )
     new_status = "paid" if event.outcome == "paid" else "failed"
+    # An order's checkout that expired unpaid (orders/expiry.py) can still be paid late: the money is
+    # credited to the wallet (the cancelled order is not revived); a late failure changes nothing.
+    movable = ("pending", "expired") if new_status == "paid" else ("pending",)
     moved = await session.execute(
         update(Deposit)
-        .where(Deposit.id == deposit.id, Deposit.status == "pending")
+        .where(Deposit.id == deposit.id, Deposit.status.in_(movable))
         .values(status=new_status, completed_at=utcnow())
     )
     if moved.rowcount == 1 and new_status == "paid":  # type: ignore[attr-defined]
