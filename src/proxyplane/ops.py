@@ -159,11 +159,28 @@ async def _replay(uow: UnitOfWork, op: Operation, customer_id: int, key: str, re
     return op.output.model_validate(row.response) if op.output else True
 
 
-def check_guards(uow: UnitOfWork, caller: Caller, result: Any, max_total_cents: int | None) -> None:
+class UndeclaredSpending(RuntimeError):
+    """An operation took money from the wallet without being declared Effect.SPENDS_MONEY."""
+
+
+def check_guards(
+    uow: UnitOfWork,
+    caller: Caller,
+    result: Any,
+    max_total_cents: int | None,
+    *,
+    op_name: str = "",
+    spends: bool = True,
+) -> None:
     """Checked after the handler and before commit; raising here rolls the whole call back.
     `max_total_cents`: the most this call may take from the wallet (sum of debits in this transaction).
-    Agents pay from the balance only: a result that leaves `amount_due_cents` to pay is refused."""
+    Agents pay from the balance only: a result that leaves `amount_due_cents` to pay is refused.
+    An operation not declared SPENDS_MONEY (`spends` false) that charged anything is refused."""
     charged = int(uow.session.info.get(DEBITED_CENTS, 0))
+    if charged and not spends:
+        # a programming error: an operation that charges must be declared SPENDS_MONEY so that MCP asks
+        # for an idempotency_key and a price guard; refuse (and roll back) rather than charge unguarded
+        raise UndeclaredSpending(f"{op_name} charged {charged} cents but is not declared SPENDS_MONEY")
     if max_total_cents is not None and charged > max_total_cents:
         raise PriceChanged(
             f"this call would charge {charged} cents, more than max_total_cents={max_total_cents}; "
@@ -198,7 +215,9 @@ async def invoke(
     async with platform.db.unit_of_work(write=op.effect != Effect.READ) as uow:
         uow.session.info[SPENDING_KEY] = caller.key_id
         result = await op.handler(Context(uow, caller, platform), data)
-        check_guards(uow, caller, result, max_total_cents)
+        check_guards(
+            uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
+        )
         await uow.commit()
     return result
 
@@ -227,7 +246,9 @@ async def _invoke_keyed(
         if won:
             uow.session.info[SPENDING_KEY] = caller.key_id
             result = await op.handler(Context(uow, caller, platform), data)
-            check_guards(uow, caller, result, max_total_cents)
+            check_guards(
+                uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
+            )
             record.response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
             await uow.commit()
             return result

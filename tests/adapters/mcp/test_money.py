@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from proxyplane.adapters.mcp.server import mount_mcp
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.ops import Caller, Context, Effect, Operation, invoke
+from proxyplane.ops import Caller, Context, Effect, Operation, UndeclaredSpending, invoke
 from proxyplane.platform import Platform
 from tests.adapters.mcp.conftest import mcp_client
 from tests.adapters.mcp.test_tools import text
@@ -167,4 +167,25 @@ async def test_spend_without_wallet_spend_scope_is_refused(shop: FastAPI, accoun
         )
     assert refused.is_error is True
     assert "missing_scope" in text(refused) and "wallet:spend" in text(refused)
+    assert await state(account) == (1000, 1)
+
+
+async def test_an_undeclared_spending_operation_is_refused_and_rolled_back(
+    platform: Platform, account: Account
+) -> None:
+    """Any channel: an operation that debits without being declared SPENDS_MONEY charges nothing."""
+    await account.credit(1000)
+    sneaky = Operation(
+        name="sneaky_write",
+        summary="Declared as a plain write, but takes money.",
+        method="POST",
+        path="/sneaky",
+        handler=purchase,
+        input=PurchaseIn,
+        output=PurchaseOut,
+        effect=Effect.WRITE,
+    )
+    rest = Caller(customer_id=account.customer_id, channel="rest")
+    with pytest.raises(UndeclaredSpending, match="sneaky_write charged 400 cents"):
+        await invoke(platform, sneaky, rest, PurchaseIn(amount_cents=400, use_balance=True))
     assert await state(account) == (1000, 1)

@@ -51,6 +51,34 @@ async def test_every_operation_has_a_route_and_a_tool_with_the_same_scopes(
         assert meta["proxyplane/scopes"] == rest_scopes(openapi, op) == sorted(op.scopes), op.name
 
 
+async def test_every_spending_tool_requires_an_idempotency_key_and_a_price_guard(
+    app: FastAPI, account: Account
+) -> None:
+    async with mcp_client(app, await account.key()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    spending = [op for op in REGISTRY.values() if op.effect == Effect.SPENDS_MONEY]
+    assert {
+        "order_composite",
+        "create_service",
+        "renew_service",
+        "resume_service",
+        "add_ips",
+        "buy_addon",
+    } | {"refresh_ips"} <= {op.name for op in spending}
+    for op in spending:
+        tool = tools[op.name]  # every spending operation is served (none dropped for lack of a key)
+        required = set(tool.input_schema.get("required", []))
+        assert "idempotency_key" in required, op.name
+        assert required & {"max_total_cents", "expected_price_cents"}, op.name
+        assert (tool.meta or {})["proxyplane/effect"] == "spends_money"
+        assert tool.annotations is not None and tool.annotations.read_only_hint is False
+        assert "use_balance" not in tool.input_schema["properties"], op.name
+    # and nothing that is not declared spending asks for a price guard
+    for name, tool in tools.items():
+        if (tool.meta or {})["proxyplane/effect"] != "spends_money":
+            assert "max_total_cents" not in tool.input_schema.get("properties", {}), name
+
+
 async def test_both_channels_refuse_the_same_missing_scope(
     app: FastAPI, rest: httpx.AsyncClient, account: Account
 ) -> None:
@@ -60,7 +88,7 @@ async def test_both_channels_refuse_the_same_missing_scope(
             continue
         lacking = sorted(op.scopes)[0]
         key = await account.key(ALL_SCOPES - {lacking})
-        body = None if op.method in ("GET", "DELETE") or op.input is None else {}
+        body: dict[str, Any] | None = None if op.method in ("GET", "DELETE") or op.input is None else {}
         response = await rest.request(op.method, API_PREFIX + op.path, headers=bearer(key), json=body)
         assert response.status_code == 403, op.name
         assert response.json()["detail"]["missing_scopes"] == [lacking]

@@ -132,12 +132,18 @@ async def keys(request: Request) -> Response:
 async def create_key(request: Request) -> Response:
     await require_login(request)
     data = await form(request)
+    body: dict[str, object] = {
+        "name": str(data.get("name", "")).strip(),
+        "scopes": as_list(data.get("scopes")),
+    }
+    for cap in ("spend_limit_daily_cents", "spend_limit_total_cents"):
+        raw = str(data.get(cap, "") or "").strip()
+        if raw:
+            if not raw.isdigit():
+                return await _keys(request, 422, {"create": "spending caps are whole numbers of cents"})
+            body[cap] = int(raw)
     try:
-        created = await call(
-            request,
-            "create_api_key",
-            {"name": str(data.get("name", "")).strip(), "scopes": as_list(data.get("scopes"))},
-        )
+        created = await call(request, "create_api_key", body)
     except DomainError as exc:
         return await _keys(request, exc.http_status, {"create": exc.message})
     return await _keys(request, 201, created=created)
