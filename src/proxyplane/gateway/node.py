@@ -18,6 +18,7 @@ from proxyplane.storage.engine import Database
 from .access import AccessTable
 from .context import Settings as DataPlaneSettings
 from .destinations import deny_list
+from .node_limits import NodeCounts
 from .server import Gateway, GatewayConfig
 from .sticky_sync import SharedRouter, StickySync
 from .store import StoreSync
@@ -104,10 +105,14 @@ class GatewayNode:
         self.gateway = Gateway(
             self.table, config, settings=data_plane, router=self.router, sink=store_sink(db)
         )
+        self.counts = NodeCounts(
+            db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
+        )
 
     async def start(self) -> None:
         await self.store.start()
         await self.sticky.start()
+        await self.counts.start()
         await self.gateway.start()
 
     def notify(self, service_id: object = None) -> None:
@@ -140,5 +145,6 @@ class GatewayNode:
 
     async def close(self) -> None:
         await self.gateway.close()  # flushes usage once more
+        await self.counts.close()
         await self.sticky.close()
         await self.store.close()
