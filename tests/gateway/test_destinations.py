@@ -3,15 +3,18 @@ setting), checked on the address connected to, i.e. after DNS resolution; on HTT
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from proxyplane.gateway.access import AccessTable
 from proxyplane.gateway.context import Settings
 from proxyplane.gateway.destinations import DEFAULT_DENY, DestinationPolicy, deny_list
+from proxyplane.gateway.protocol.udp import build_udp_datagram
 from proxyplane.gateway.server import Gateway, GatewayConfig
 
 from .clients import basic, connect_tunnel, http_get, socks_connect
-from .conftest import services
+from .conftest import STATIC_IPS, free_port, services
 
 pytestmark = pytest.mark.anyio
 
@@ -86,5 +89,34 @@ async def test_development_setting_lets_loopback_through_but_not_an_explicit_den
         status, _, _ = await http_get(http, f"http://localhost:{origin.port}/no", basic("rot", "pw"))
         assert status == 403
         assert not any(path == "/no" for _, _, path in origin.seen)
+    finally:
+        await gateway.close()
+
+
+async def test_udp_datagrams_to_denied_destinations_are_dropped(udp_echo):
+    config = GatewayConfig(gateway_host=None, static_socks_port=free_port(list(STATIC_IPS)))
+    gateway = Gateway(AccessTable(services()), config, settings=Settings())
+    await gateway.start()
+    loop = asyncio.get_running_loop()
+    try:
+        socks = ("127.0.1.1", gateway.static_port("127.0.1.1", "socks"))
+        rep, bound, _, writer = await socks_connect(socks, "0.0.0.0", 0, "alice", "secret", command=3)
+        assert rep == 0
+        transport, _ = await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0)
+        )
+        try:
+            transport.sendto(build_udp_datagram("127.0.0.1", udp_echo.port, b"literal"), bound)
+            transport.sendto(build_udp_datagram("localhost", udp_echo.port, b"resolved"), bound)
+            deadline, blocked = loop.time() + 3.0, 0
+            while blocked < 2:  # both refused (counted) within a bounded wait
+                assert loop.time() < deadline, "the datagrams were not refused"
+                await asyncio.sleep(0.02)
+                rows = gateway.meter.drain()
+                blocked += sum(r.errors.get("blocked", 0) for r in rows if r.service_id == "static1")
+        finally:
+            transport.close()
+        writer.close()
+        assert udp_echo.peers == []
     finally:
         await gateway.close()
