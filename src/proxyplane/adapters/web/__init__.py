@@ -19,11 +19,12 @@ def install_dashboard(app: FastAPI) -> None:
         service_tools,
         services,
         tickets,
+        webhooks,
     )
 
     app.mount("/assets", StaticFiles(directory=HERE / "static"), name="web-assets")
     pages: set[str] = set()
-    for module in (account, money_pages, billing_pages, buy, services, service_tools, tickets):
+    for module in (account, money_pages, billing_pages, buy, services, service_tools, tickets, webhooks):
         app.include_router(module.router)
         pages.update(
             r.path for r in module.router.routes if isinstance(r, APIRoute) and "GET" in (r.methods or ())
