@@ -1,8 +1,9 @@
 """Gateway settings (environment, PROXYPLANE_GATEWAY_*), read by the gateway nodes and by the API (the
 endpoints and ports it shows customers).
 
-Settings (environment, PROXYPLANE_GATEWAY_*): HOST (rotating gateway address, loopback only; default
-127.0.0.1), HTTP_PORT 8080, HTTPS_PORT 8443, SOCKS_PORT 1080 (rotating services; the demo catalog sells
+Settings (environment, PROXYPLANE_GATEWAY_*): HOST (rotating gateway address, an IP literal; default
+127.0.0.1, loopback, as on the embedded default; a provider sets its public address), HTTP_PORT 8080,
+HTTPS_PORT 8443, SOCKS_PORT 1080 (rotating services; the demo catalog sells
 these), STATIC_HTTP_PORT 3128, STATIC_HTTPS_PORT 3129, STATIC_SOCKS_PORT 1080 (on every exit IP of a
 static service), TLS_CERT / TLS_KEY (default: a self-signed pair generated under PROXYPLANE_HOME),
 USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node),
@@ -42,9 +43,8 @@ class GatewaySettings(BaseSettings):
 
     @field_validator("host")
     @classmethod
-    def _loopback(cls, value: str) -> str:
-        if not ipaddress.ip_address(value).is_loopback:
-            raise ValueError(f"gateway host {value} is not a loopback address")
+    def _address(cls, value: str) -> str:
+        ipaddress.ip_address(value)  # an IP literal: the address the rotating gateway binds and shows
         return value
 
 
