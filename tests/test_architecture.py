@@ -51,3 +51,13 @@ def test_gateway_imports_only_core_and_storage() -> None:
     ]
     assert bad == []
     assert files("gateway"), "the gateway package exists"
+
+
+def test_migrations_have_one_head() -> None:
+    """New migrations chain after the newest one (parallel branches were merged by 0011)."""
+    from alembic.script import ScriptDirectory
+
+    from proxyplane.storage.migrate import alembic_config
+
+    heads = ScriptDirectory.from_config(alembic_config("sqlite+aiosqlite:///unused.db")).get_heads()
+    assert len(heads) == 1, heads
