@@ -82,52 +82,17 @@ async def allocate(
     held: set[int],
     *,
     postgres: bool,
-) -> list[ServiceIp]:
-    """Take `count` new IPs per country for the service (not in `held`) or raise OutOfStock."""
-    col = _country_col(svc.geo_source)
-    taken: list[ServiceIp] = []
-    for country, count in sorted(segments):
-        got = 0
-        while got < count:
-            q = (
-                select(StockIp.id, StockIp.address, StockIp.port)
-                .where(
-                    StockIp.product_kind == svc.product_kind,
-                    col == country,
-                    StockIp.retired_at.is_(None),
-                    StockIp.assigned_count < StockIp.capacity,
-                )
-                .order_by(*((StockIp.id,) if postgres else (StockIp.assigned_count, StockIp.id)))
-                .limit(count - got)
-            )
-            if held:
-                q = q.where(StockIp.id.not_in(held))
-            candidates = (await session.execute(q)).all()
-            if not candidates:
-                raise stock.OutOfStock(
-                    f"not enough new {svc.product_kind} IPs in stock in {country} ({svc.geo_source}) "
-                    f"for this service: {count} requested",
-                    country=country,
-                )
-            for ip_id, address, port in candidates:
-                held.add(ip_id)
-                moved = await session.execute(
-                    update(StockIp)
-                    .where(StockIp.id == ip_id, StockIp.assigned_count < StockIp.capacity)
-                    .values(assigned_count=StockIp.assigned_count + 1)
-                )
-                if moved.rowcount != 1:  # type: ignore[attr-defined]
-                    continue
-                row = ServiceIp(
-                    service_id=svc.service_id, ip_id=ip_id, address=address, port=port, country=country
-                )
-                session.add(row)
-                taken.append(row)
-                got += 1
-                if got == count:
-                    break
-    await session.flush()
-    return taken
+) -> list[stock.Allocated]:
+    """Take `count` new IPs per country for the service (never one in `held`) or raise OutOfStock."""
+    return await stock.allocate(
+        session,
+        svc.service_id,
+        svc.product_kind,
+        svc.geo_source,
+        sorted(segments),
+        postgres=postgres,
+        exclude=held,
+    )
 
 
 async def release_rows(session: AsyncSession, rows: Sequence[ServiceIp], now: datetime) -> None:
@@ -222,7 +187,7 @@ async def add_ips(
     *,
     postgres: bool,
     now: datetime | None = None,
-) -> tuple[AddQuote, list[ServiceIp], int | None]:
+) -> tuple[AddQuote, list[stock.Allocated], int | None]:
     """Charge exactly the quote's prorated amount, allocate the IPs, raise the renewal price."""
     now = now or utcnow()
     aq = await quote_add(session, svc, segments, partner, now)
@@ -394,7 +359,7 @@ async def refresh(
         session, svc, sorted(counts.items()), await held_ip_ids(session, svc.service_id), postgres=postgres
     )
     await release_rows(session, old, now)
-    pool: dict[str, list[ServiceIp]] = {}
+    pool: dict[str, list[stock.Allocated]] = {}
     for row in new_rows:
         pool.setdefault(row.country, []).append(row)
     replaced = [{"old": o.address, "new": pool[o.country].pop(0).address, "country": o.country} for o in old]

@@ -87,15 +87,18 @@ async def allocate(
     segments: Sequence[tuple[str, int]],
     *,
     postgres: bool,
+    exclude: set[int] | None = None,
 ) -> list[Allocated]:
-    """Take `count` IPs per (country, count) for the service, or raise OutOfStock (the caller's
-    transaction then rolls back everything, including any increments already made)."""
+    """Take `count` IPs per (country, count) for the service, never one of `exclude` (e.g. the IPs a
+    service holds or has held), or raise OutOfStock (the caller's transaction then rolls back
+    everything, including any increments already made). The one allocator: orders, catalog purchases,
+    added IPs and refreshes all take IPs here."""
     col = _country_col(geo_source)
     taken: list[Allocated] = []
     ordered = sorted(segments) if postgres else list(segments)
+    exclude = set(exclude or ())
     for country, count in ordered:
         got = 0
-        exclude: set[int] = {a.ip_id for a in taken}
         while got < count:
             q = (
                 select(StockIp.id, StockIp.address, StockIp.port)
