@@ -13,6 +13,7 @@ import binascii
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from .errors import ProtocolError
 from .framing import ChunkedFramer, LengthFramer, is_chunked, parse_content_length
@@ -75,9 +76,16 @@ Event = ForwardRequest | ConnectRequest | BodyData | EndOfRequest
 END_OF_REQUEST = EndOfRequest()
 
 _AUTH_CACHE: dict[bytes, Credentials] = {}
-# CONNECT heads repeat byte for byte (same client, target and credentials): parsed once, then looked up.
-_CONNECT_CACHE: dict[bytes, ConnectRequest] = {}
 _CACHE_SIZE = 4096
+_CACHE_HEAD_MAX = 4096  # longer heads are parsed every time (bounds the caches' memory)
+
+# What a request head parses to: a ConnectRequest, or the fields of a ForwardRequest with the body
+# framing as an int (0 none, -1 chunked, n > 0 Content-Length n).
+_Forward = tuple[bytes, str, int, bytes, bytes, "Credentials | None", bool, int, bytes]
+# Request heads repeat byte for byte on a keep-alive connection (same client, target and credentials):
+# a head is parsed once, then looked up. Only the parse is cached, the result is a pure function of the
+# head bytes; authentication (the access-table lookup) still happens for every request, in the caller.
+_HEAD_CACHE: dict[bytes, ConnectRequest | _Forward] = {}
 
 
 def parse_proxy_authorization(value: bytes) -> Credentials:
@@ -232,65 +240,70 @@ class HttpRequestParser:
         if idx > self.max_head:
             raise ProtocolError("request head too large", status=431)
         head = buf[:idx]
-        if head[:8] == b"CONNECT ":
-            cached = _CONNECT_CACHE.get(head)
-            if cached is not None:
-                self._buf = buf[idx + 4 :]
-                self._tunnel = True
-                events.append(cached)
-                return True
         self._buf = buf[idx + 4 :]
-        first, headers = _split_head(head)
-        if len(first) != 3:
-            raise ProtocolError("malformed request line")
-        method, target, version = first
-        if version != b"HTTP/1.1" and version != b"HTTP/1.0":
-            raise ProtocolError("unsupported HTTP version", status=505)
-        if not _METHOD_RE.fullmatch(method):
-            raise ProtocolError("bad method")
-        auth = None
-        te: list[bytes] = []
-        cl: list[bytes] = []
-        for name, value, _ in headers:
-            if name == b"proxy-authorization":
-                if auth is not None:
-                    raise ProtocolError("repeated Proxy-Authorization", status=407)
-                auth = parse_proxy_authorization(value)
-            elif name == b"transfer-encoding":
-                te.append(value)
-            elif name == b"content-length":
-                cl.append(value)
-        if method == b"CONNECT":
-            host, port = parse_authority(target, None)
+        parsed = _HEAD_CACHE.get(head)
+        if parsed is None:
+            parsed = _parse_request_head(head)
+            if idx <= _CACHE_HEAD_MAX:
+                if len(_HEAD_CACHE) >= _CACHE_SIZE:
+                    _HEAD_CACHE.clear()
+                _HEAD_CACHE[head] = parsed
+        if type(parsed) is ConnectRequest:
             self._tunnel = True
-            req = ConnectRequest(host, port, version, auth)
-            if len(_CONNECT_CACHE) > _CACHE_SIZE:
-                _CONNECT_CACHE.clear()
-            _CONNECT_CACHE[head] = req
-            events.append(req)
+            events.append(parsed)
             return True
-        host, port, path = _parse_absolute(target)
-        tokens = _connection_tokens(headers)
-        keep_alive = b"close" not in tokens if version == b"HTTP/1.1" else b"keep-alive" in tokens
-        if te:
-            if cl or version == b"HTTP/1.0":
-                raise ProtocolError("Transfer-Encoding with Content-Length or HTTP/1.0")
-            is_chunked(te)
-            self._framer = ChunkedFramer()
-        elif cl:
-            length = parse_content_length(cl)
-            self._framer = LengthFramer(length) if length else None
-        out = [method + b" " + path + b" " + version, b"Host: " + host_header(host, port)]
-        for name, _value, line in headers:
-            if name not in _HOP_BY_HOP and name not in tokens:
-                out.append(line)
-        out.append(b"\r\n")
-        has_body = self._framer is not None
-        events.append(ForwardRequest(method, host, port, path, version, auth, keep_alive, has_body,
-                                     b"\r\n".join(out)))
-        if not has_body:
+        method, host, port, path, version, auth, keep_alive, body, out = cast(_Forward, parsed)
+        if body:
+            self._framer = ChunkedFramer() if body < 0 else LengthFramer(body)
+        events.append(ForwardRequest(method, host, port, path, version, auth, keep_alive, body != 0, out))
+        if not body:
             self._end(events)
         return True
+
+
+def _parse_request_head(head: bytes) -> ConnectRequest | _Forward:
+    """A request head (without the final blank line) → ConnectRequest or the ForwardRequest fields;
+    raises ProtocolError."""
+    first, headers = _split_head(head)
+    if len(first) != 3:
+        raise ProtocolError("malformed request line")
+    method, target, version = first
+    if version != b"HTTP/1.1" and version != b"HTTP/1.0":
+        raise ProtocolError("unsupported HTTP version", status=505)
+    if not _METHOD_RE.fullmatch(method):
+        raise ProtocolError("bad method")
+    auth = None
+    te: list[bytes] = []
+    cl: list[bytes] = []
+    for name, value, _ in headers:
+        if name == b"proxy-authorization":
+            if auth is not None:
+                raise ProtocolError("repeated Proxy-Authorization", status=407)
+            auth = parse_proxy_authorization(value)
+        elif name == b"transfer-encoding":
+            te.append(value)
+        elif name == b"content-length":
+            cl.append(value)
+    if method == b"CONNECT":
+        host, port = parse_authority(target, None)
+        return ConnectRequest(host, port, version, auth)
+    host, port, path = _parse_absolute(target)
+    tokens = _connection_tokens(headers)
+    keep_alive = b"close" not in tokens if version == b"HTTP/1.1" else b"keep-alive" in tokens
+    body = 0
+    if te:
+        if cl or version == b"HTTP/1.0":
+            raise ProtocolError("Transfer-Encoding with Content-Length or HTTP/1.0")
+        is_chunked(te)
+        body = -1
+    elif cl:
+        body = parse_content_length(cl)
+    out = [method + b" " + path + b" " + version, b"Host: " + host_header(host, port)]
+    for name, _value, line in headers:
+        if name not in _HOP_BY_HOP and name not in tokens:
+            out.append(line)
+    out.append(b"\r\n")
+    return method, host, port, path, version, auth, keep_alive, body, b"\r\n".join(out)
 
 
 def _parse_absolute(target: bytes) -> tuple[str, int, bytes]:
@@ -374,38 +387,70 @@ class ResponseFramer:
         return self.close_delimited and not self.done
 
     def _parse_head(self, head: bytes) -> None:
-        first, headers = _split_head(head)
-        if len(first) < 2 or first[0] not in (b"HTTP/1.1", b"HTTP/1.0") or not first[1].isdigit() \
-                or len(first[1]) != 3:
-            raise ProtocolError("malformed upstream status line", status=502)
-        status = int(first[1])
+        parsed = _RESPONSE_CACHE.get(head)
+        if parsed is None:
+            parsed = _parse_response_head(head)
+            if len(head) <= _CACHE_HEAD_MAX:
+                if len(_RESPONSE_CACHE) >= _CACHE_SIZE:
+                    _RESPONSE_CACHE.clear()
+                _RESPONSE_CACHE[head] = parsed
+        status, reusable, body = parsed
         self.status = status
-        tokens = _connection_tokens(headers)
-        if first[0] == b"HTTP/1.1":
-            reusable = b"close" not in tokens
-        else:
-            reusable = b"keep-alive" in tokens
         if 100 <= status < 200:
-            if status == 101:
-                raise ProtocolError("protocol upgrade is not supported through the proxy", status=502)
             return  # informational: the final response follows
         self.reusable = reusable
-        te = [v for n, v, _ in headers if n == b"transfer-encoding"]
-        cl = [v for n, v, _ in headers if n == b"content-length"]
-        try:
-            if self._head_only or status in (204, 304):
-                self.done = True
-            elif te:
-                is_chunked(te)
+        if self._head_only or status in (204, 304):
+            self.done = True
+        elif body == _CLOSE_DELIMITED:
+            self.close_delimited = True
+            self.reusable = False
+        elif type(body) is int:
+            if body < 0:
                 self._body = ChunkedFramer()
-            elif cl:
-                self._body = LengthFramer(parse_content_length(cl))
-                self.done = self._body.done
             else:
-                self.close_delimited = True
-                self.reusable = False
-        except ProtocolError as exc:
-            raise ProtocolError(str(exc), status=502) from exc
+                self._body = LengthFramer(body)
+                self.done = self._body.done
+        else:
+            raise ProtocolError(cast(str, body), status=502)
+
+
+_CLOSE_DELIMITED = -2
+# Upstream response heads repeat too (the same resource, within the second of its Date header): parsed
+# once, then looked up. (status, reusable, body framing: -1 chunked, -2 close-delimited, n >= 0
+# Content-Length n, or the message of the ProtocolError a malformed framing raises when the response has
+# a body).
+_RESPONSE_CACHE: dict[bytes, tuple[int, bool, int | str]] = {}
+
+
+def _parse_response_head(head: bytes) -> tuple[int, bool, int | str]:
+    first, headers = _split_head(head)
+    if len(first) < 2 or first[0] not in (b"HTTP/1.1", b"HTTP/1.0") or not first[1].isdigit() \
+            or len(first[1]) != 3:
+        raise ProtocolError("malformed upstream status line", status=502)
+    status = int(first[1])
+    tokens = _connection_tokens(headers)
+    if first[0] == b"HTTP/1.1":
+        reusable = b"close" not in tokens
+    else:
+        reusable = b"keep-alive" in tokens
+    if 100 <= status < 200:
+        if status == 101:
+            raise ProtocolError("protocol upgrade is not supported through the proxy", status=502)
+        return status, reusable, _CLOSE_DELIMITED
+    te = [v for n, v, _ in headers if n == b"transfer-encoding"]
+    cl = [v for n, v, _ in headers if n == b"content-length"]
+    body: int | str
+    try:
+        if te:
+            is_chunked(te)
+            body = -1
+        elif cl:
+            body = parse_content_length(cl)
+        else:
+            body = _CLOSE_DELIMITED
+    except ProtocolError as exc:
+        body = str(exc)
+    return status, reusable, body
 
 
 REASONS = {
