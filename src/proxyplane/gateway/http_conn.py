@@ -79,6 +79,7 @@ class HttpProxyConnection(asyncio.Protocol):
         self.static = static
         self.tls = tls
         self.transport: asyncio.Transport | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # looked up once (get_running_loop is a syscall)
         self.static_ip: str | None = None
         self.parser = HttpRequestParser()
         self.service_id: str | None = None  # the service whose connection slot this connection holds
@@ -123,7 +124,8 @@ class HttpProxyConnection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         if self.static:
             self.static_ip = self.listen_ip
-        self.last_active = asyncio.get_running_loop().time()
+        self.loop = loop = asyncio.get_running_loop()
+        self.last_active = loop.time()
         self.deadline = self.ctx.deadlines.add(self, self.ctx.settings.handshake_timeout)
 
     def expire(self) -> None:
@@ -375,15 +377,18 @@ class HttpProxyConnection(asyncio.Protocol):
         if not req.keep_alive or not self.request_complete or self.closed:
             self.close()
             return
-        self.resume(_UPSTREAM_FULL)
-        self.last_active = asyncio.get_running_loop().time()
+        if self.paused:
+            self.resume(_UPSTREAM_FULL)
+        assert self.loop is not None
+        self.last_active = self.loop.time()
         self.head_started = 0.0
         try:
             events = self.parser.resume()
         except ProtocolError as exc:
             self.fail(exc.status, str(exc), "protocol")
             return
-        self.resume(_BUFFER_FULL)
+        if self.paused:
+            self.resume(_BUFFER_FULL)
         if events:
             self.handle(events)
 

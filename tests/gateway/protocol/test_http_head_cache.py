@@ -4,7 +4,10 @@ parse, with fresh per-request objects and per-request body framing."""
 import base64
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from proxyplane.gateway.protocol import http_proxy
 from proxyplane.gateway.protocol.errors import ProtocolError
 from proxyplane.gateway.protocol.http_proxy import (
     BodyData,
@@ -97,3 +100,60 @@ def test_cached_interim_and_close_delimited_responses():
         f = ResponseFramer(b"GET")
         assert f.feed(interim + final + b"body") == interim + final + b"body"
         assert f.close_delimited and not f.reusable and f.eof()
+
+
+pieces = st.lists(
+    st.sampled_from(
+        [b"GET ", b"CONNECT ", b"POST ", b"http://", b"h", b":80", b"/", b" HTTP/1.1", b" HTTP/1.0", b"\r\n",
+         b"\r\n\r\n", b"Content-Length: 3", b"Content-Length: 0", b"Transfer-Encoding: chunked",
+         b"Connection: close", b"Proxy-Authorization: Basic YTpi", b"3\r\nabc\r\n", b"0\r\n\r\n", b"x"]
+    ),
+    max_size=30,
+)
+
+
+def _events(parts: list[bytes]) -> list[object]:
+    p = HttpRequestParser(max_head=512)
+    log: list[object] = []
+    try:
+        for part in parts:
+            log += p.feed(part)
+            log += p.resume()
+    except ProtocolError as exc:
+        log.append((str(exc), exc.status))
+    return log
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces, st.integers(min_value=1, max_value=9))
+def test_cached_parse_equals_first_parse(parts, size):
+    data = b"".join(parts) * 2
+    for feeds in ([data], [data[i : i + size] for i in range(0, len(data), size)]):
+        http_proxy._HEAD_CACHE.clear()
+        assert _events(feeds) == _events(feeds)  # the second run finds every head cached
+
+
+def _framed(method: bytes, feeds: list[bytes]) -> tuple[object, ...]:
+    f = ResponseFramer(method)
+    out = b""
+    try:
+        for part in feeds:
+            out += f.feed(part)
+    except ProtocolError as exc:
+        return (str(exc), exc.status)
+    return out, f.done, f.status, f.reusable, f.close_delimited, f.extra, f.eof()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([b"GET", b"HEAD"]), pieces, st.integers(min_value=1, max_value=9))
+def test_response_framing_is_the_same_however_split_and_cached(method, parts, size):
+    data = b"HTTP/1.1 200 OK\r\n" + b"".join(parts)
+    http_proxy._RESPONSE_CACHE.clear()
+    whole = _framed(method, [data])
+    assert _framed(method, [data]) == whole
+    split = _framed(method, [data[i : i + size] for i in range(0, len(data), size)])
+    if isinstance(whole, tuple) and len(whole) == 7 and isinstance(split, tuple) and len(split) == 7:
+        assert split[1:] == whole[1:]
+        assert split[0] + split[5] == whole[0] + whole[5]  # where the response ends does not move
+    else:
+        assert split == whole

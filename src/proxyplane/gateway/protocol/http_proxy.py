@@ -191,6 +191,16 @@ class HttpRequestParser:
     def feed(self, data: bytes) -> list[Event]:
         if self._tunnel:
             raise ProtocolError("connection is a tunnel now")
+        if not self._buf and not self._paused and self._framer is None and data[-4:] == b"\r\n\r\n":
+            # The common keep-alive case: ``data`` is one whole bodiless request whose head was seen
+            # before. (A cached head never contains CRLFCRLF nor ends in CRLF, so ``data`` holds nothing
+            # after it; a head that is not cached goes the long way.)
+            parsed = _HEAD_CACHE.get(data[:-4])
+            if type(parsed) is tuple and not parsed[7] and len(data) - 4 <= self.max_head:
+                method, host, port, path, version, auth, keep_alive, _, out = parsed
+                self._paused = True
+                return [ForwardRequest(method, host, port, path, version, auth, keep_alive, False, out),
+                        END_OF_REQUEST]
         self._buf = self._buf + data if self._buf else data
         if self._paused:
             return []
@@ -335,13 +345,14 @@ class ResponseFramer:
     complete); leftover bytes after the end are in ``extra``. ``eof()`` tells whether an EOF ends it.
     """
 
-    __slots__ = ("_head_only", "_buf", "_body", "done", "status", "reusable", "close_delimited", "extra",
-                 "started")
+    __slots__ = ("_head_only", "_buf", "_chunked", "_left", "done", "status", "reusable", "close_delimited",
+                 "extra", "started")
 
     def __init__(self, method: bytes) -> None:
         self._head_only = method == b"HEAD"
         self._buf = b""
-        self._body: ChunkedFramer | LengthFramer | None = None
+        self._chunked: ChunkedFramer | None = None  # the framer of a chunked body
+        self._left = 0  # bytes still to come of a Content-Length body
         self.done = False
         self.status = 0
         self.reusable = True
@@ -355,9 +366,31 @@ class ResponseFramer:
             return b""
         self.started = True
         out = b""
-        while data and not self.done:
-            body = self._body
-            if body is None and not self.close_delimited:
+        while data:
+            left = self._left
+            if left:  # in a Content-Length body
+                n = len(data)
+                if n < left:
+                    self._left = left - n
+                    return out + data
+                self._left = 0
+                self.done = True
+                if n > left:
+                    self.extra = data[left:]
+                    return out + data[:left]
+                return out + data
+            body = self._chunked
+            if body is not None:
+                n = body.feed(data)
+                out += data[:n] if n < len(data) else data
+                data = data[n:]
+                if body.done:
+                    self.done = True
+                    self.extra = data
+                    return out
+            elif self.close_delimited:
+                return out + data
+            else:
                 buf = self._buf + data if self._buf else data
                 idx = buf.find(b"\r\n\r\n")
                 if idx < 0:
@@ -369,17 +402,9 @@ class ResponseFramer:
                 out += buf[: idx + 4]
                 data = buf[idx + 4 :]
                 self._parse_head(buf[:idx])
-            elif self.close_delimited:
-                return out + data
-            else:
-                assert body is not None
-                n = body.feed(data)
-                out += data[:n] if n < len(data) else data
-                data = data[n:]
-                if body.done:
-                    self.done = True
-        if self.done and data:
-            self.extra = data
+                if self.done:
+                    self.extra = data
+                    return out
         return out
 
     def eof(self) -> bool:
@@ -406,10 +431,10 @@ class ResponseFramer:
             self.reusable = False
         elif type(body) is int:
             if body < 0:
-                self._body = ChunkedFramer()
+                self._chunked = ChunkedFramer()
             else:
-                self._body = LengthFramer(body)
-                self.done = self._body.done
+                self._left = body
+                self.done = body == 0
         else:
             raise ProtocolError(cast(str, body), status=502)
 
