@@ -19,7 +19,9 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 stamp=.venv/.installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# the C tunnel engine (src/proxyplane/gateway/_tunnels.c) is compiled by this install: redo it when it changes
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+   || [ src/proxyplane/gateway/_tunnels.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from proxyplane.gateway import server as server_module
 from proxyplane.gateway.access import AccessTable, ServiceEntry
 from proxyplane.gateway.context import Settings
 from proxyplane.gateway.server import Gateway, GatewayConfig
@@ -37,6 +38,20 @@ def has_ipv6() -> bool:
 @pytest.fixture(params=BACKENDS, ids=lambda b: "uvloop" if b[1] else "asyncio")
 def anyio_backend(request):
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def tunnel_path(request, monkeypatch):
+    """Both tunnel paths run every loopback test: under uvloop the C tunnel engine serves the plain
+    HTTP and SOCKS5 listeners (the production setup), under plain asyncio the pure-Python protocol
+    classes do (the fallback where the engine is not built)."""
+    if "anyio_backend" not in request.fixturenames:
+        return "none"
+    if request.getfixturevalue("anyio_backend")[1]:
+        assert server_module.available(), "the C tunnel engine is not built (pip install -e .)"
+        return "engine"
+    monkeypatch.setattr(server_module, "available", lambda: False)
+    return "python"
 
 
 @dataclass

@@ -40,6 +40,7 @@ class GatewaySettings(BaseSettings):
     dev_allow_loopback: bool = False  # destinations on loopback allowed (development; see above)
     deny_destinations: str = "default"
     limit_refresh_seconds: float = 1.0
+    tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine when built (docs/decisions.md)
 
     @field_validator("host")
     @classmethod

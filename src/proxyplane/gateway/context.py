@@ -30,6 +30,7 @@ class Settings:
     sweep_interval: float = 1.0  # how often the timeouts above are checked (see deadlines.py)
     deny_destinations: tuple[str, ...] = DEFAULT_DENY  # networks customers may not reach (destinations.py)
     allow_loopback: bool = False  # development only: let destinations on 127.0.0.0/8 and ::1 through
+    tunnel_engine: bool = True  # plain HTTP and SOCKS5 listeners served by the C engine when it is built
 
 
 @dataclass

@@ -73,6 +73,12 @@ class Meter:
         self._clock = clock
         self._rows: dict[tuple[str, int, str], UsageRow] = {}
         self._flows: set[Flow] = set()
+        self._sources: list[Callable[[], None]] = []
+
+    def add_source(self, source: Callable[[], None]) -> None:
+        """``source()`` runs before every harvest: it brings flow counters kept elsewhere (the C tunnel
+        engine's byte counts) up to date."""
+        self._sources.append(source)
 
     def _row(self, service_id: str, host: str) -> UsageRow:
         minute = int(self._clock() // 60)
@@ -121,6 +127,8 @@ class Meter:
             row.connections += connections
 
     def harvest(self) -> None:
+        for source in self._sources:
+            source()
         for flow in list(self._flows):
             self._harvest_one(flow)
 

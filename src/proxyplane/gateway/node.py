@@ -76,6 +76,7 @@ class GatewayNode:
             data_plane or DataPlaneSettings(),
             allow_loopback=settings.dev_allow_loopback,
             deny_destinations=deny_list(settings.deny_destinations),
+            tunnel_engine=settings.tunnel_engine,
         )
         self.table = AccessTable()
         self.store = StoreSync(db, box, self.table, poll_interval=settings.poll_seconds)

@@ -18,6 +18,7 @@ from .limits import ConnectionLimiter
 from .metering import Meter, UsageSink
 from .routing import Router
 from .socks_conn import Socks5Connection
+from .tunnels import Listener, TunnelEngine, available
 from .upstream import UpstreamPool
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,9 @@ class Gateway:
                                                   settings.upstream_idle_timeout))
         self.ctx.destinations = DestinationPolicy(settings.deny_destinations, settings.allow_loopback)
         self.sink = sink
-        self._gateway_servers: dict[str, asyncio.Server] = {}
-        self._static_servers: dict[str, dict[str, asyncio.Server]] = {}
+        self._gateway_servers: dict[str, asyncio.Server | Listener] = {}
+        self._static_servers: dict[str, dict[str, asyncio.Server | Listener]] = {}
+        self.tunnels: TunnelEngine | None = None  # the C tunnel engine, when built and enabled
         self._jobs: list[asyncio.Task[None]] = []
         self._sync_lock = asyncio.Lock()
         self._sync_pending = False
@@ -72,7 +74,17 @@ class Gateway:
     def limiter(self) -> ConnectionLimiter:
         return self.ctx.limiter
 
-    async def _listen(self, host: str, port: int, kind: str, static: bool) -> asyncio.Server:
+    def _adopt(self, kind: int, static: bool) -> asyncio.Protocol:
+        """The Python protocol for a connection the tunnel engine hands over."""
+        from . import _tunnels  # type: ignore[attr-defined]
+
+        if kind == _tunnels.KIND_SOCKS:
+            return Socks5Connection(self.ctx, static)
+        return HttpProxyConnection(self.ctx, static, False)
+
+    async def _listen(self, host: str, port: int, kind: str, static: bool) -> asyncio.Server | Listener:
+        if self.tunnels is not None and kind != "https":
+            return self.tunnels.listen(host, port, kind, static, self.config.backlog)
         loop = asyncio.get_running_loop()
         ctx = self.ctx
         tls = None
@@ -92,6 +104,9 @@ class Gateway:
 
     async def start(self) -> None:
         cfg = self.config
+        if self.ctx.settings.tunnel_engine and available():
+            self.tunnels = TunnelEngine(self.ctx, self._adopt)
+            self.tunnels.start(asyncio.get_running_loop())
         if cfg.gateway_host is not None:
             for kind, port in _ports(cfg.gateway_http_port, cfg.gateway_https_port, cfg.gateway_socks_port):
                 self._gateway_servers[kind] = await self._listen(cfg.gateway_host, port, kind, False)
@@ -151,6 +166,8 @@ class Gateway:
             await asyncio.sleep(interval)
             try:
                 ctx.deadlines.sweep()
+                if self.tunnels is not None:
+                    self.tunnels.sweep()
                 if time.monotonic() >= next_pool:
                     next_pool = time.monotonic() + 5.0
                     ctx.pool.sweep()
@@ -158,6 +175,8 @@ class Gateway:
                 log.exception("timeout sweep failed")
 
     async def close(self) -> None:
+        if self.tunnels is not None:  # first: the tunnels' last bytes go out with the final flush
+            self.tunnels.close()
         for job in self._jobs:
             job.cancel()
         for job in self._jobs:

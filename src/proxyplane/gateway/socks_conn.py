@@ -66,22 +66,26 @@ class Socks5Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.parser.done:
             return  # bytes on the control connection of a UDP association (or after a failure)
-        try:
-            events = self.parser.feed(data)
-        except ProtocolError as exc:
-            self.ctx.error(self.grant.service.service_id if self.grant else None, "", "protocol")
-            self.send(self.parser.error_reply(exc))
-            self.close()
-            return
-        for event in events:
-            if isinstance(event, socks5.MethodsOffered):
-                self.on_methods(event.methods)
-            elif isinstance(event, socks5.UserPass):
-                self.on_userpass(event.login, event.password)
-            else:
-                self.on_request(event)
-            if self.closed:
+        while True:  # a client may send its whole handshake at once: parse on after each answer
+            try:
+                events = self.parser.feed(data)
+            except ProtocolError as exc:
+                self.ctx.error(self.grant.service.service_id if self.grant else None, "", "protocol")
+                self.send(self.parser.error_reply(exc))
+                self.close()
                 return
+            if not events:
+                return
+            for event in events:
+                if isinstance(event, socks5.MethodsOffered):
+                    self.on_methods(event.methods)
+                elif isinstance(event, socks5.UserPass):
+                    self.on_userpass(event.login, event.password)
+                else:
+                    self.on_request(event)
+                if self.closed or self.parser.done:
+                    return
+            data = b""
 
     def send(self, data: bytes) -> None:
         if self.transport is not None and data:

@@ -127,6 +127,14 @@ class Socks5Parser:
         self._buf = b""
         self._state = _GREETING
 
+    @classmethod
+    def awaiting_reply(cls) -> Socks5Parser:
+        """A parser for a connection whose request was read elsewhere (the tunnel engine's hand-over):
+        the next call is ``reply``."""
+        parser = cls()
+        parser._state = _WAIT_REPLY
+        return parser
+
     @property
     def done(self) -> bool:
         return self._state == _DONE

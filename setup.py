@@ -1,0 +1,15 @@
+"""Build the gateway's tunnel engine (C, Linux epoll); everything else is in pyproject.toml.
+
+Elsewhere (or if it does not compile) the gateway runs its pure-Python tunnel path instead."""
+
+import sys
+
+from setuptools import Extension, setup
+
+ext_modules = []
+if sys.platform.startswith("linux"):
+    ext_modules.append(Extension("proxyplane.gateway._tunnels", ["src/proxyplane/gateway/_tunnels.c"],
+                                 extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                                                     "-Wno-missing-field-initializers"]))
+
+setup(ext_modules=ext_modules)

@@ -1,0 +1,460 @@
+"""CONNECT and SOCKS5 tunnels through the C tunnel engine (``_tunnels.c``): the engine moves the bytes,
+this module makes every decision.
+
+The engine accepts on the plain HTTP and SOCKS5 listeners, frames handshakes, opens upstream
+connections and relays; it hands this module one event per decision (a CONNECT head, SOCKS5
+credentials, a SOCKS5 request, a failed connect, an ended connection). The decisions are the same
+calls the pure-Python protocol classes make (``authenticate``, ``Router.choose``, the limiter, the
+destination policy, the meter), with the same replies and error categories. Connections the engine
+does not serve itself (plain HTTP requests, malformed greetings, UDP ASSOCIATE) are handed over whole
+to ``HttpProxyConnection`` / ``Socks5Connection`` before the engine wrote a byte (UDP: after the
+request, in the state that request left it).
+
+Byte counts reach the tunnel's metering ``Flow`` whenever the meter harvests (``pull_counts``) and when
+the tunnel ends, so usage is as exact as on the pure-Python path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .access import AuthError, Grant, authenticate
+from .destinations import BlockedDestination
+from .protocol import socks5
+from .protocol.errors import ProtocolError
+from .protocol.http_proxy import (
+    CONNECT_ESTABLISHED,
+    MAX_HEAD,
+    ConnectRequest,
+    HttpRequestParser,
+    auth_required,
+    build_reply,
+)
+from .protocol.username import UsernameError
+from .routing import RoutingError
+from .upstream import UpstreamError, literal_family, timeout_error, upstream_error
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .metering import Flow
+
+try:
+    from . import _tunnels  # type: ignore[attr-defined]
+except ImportError:  # not built (not Linux, or no compiler): the pure-Python path serves everything
+    _tunnels = None
+
+log = logging.getLogger(__name__)
+
+_DOMAIN_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,254})")
+_CACHE_SIZE = 4096
+
+
+def available() -> bool:
+    """Whether the C tunnel engine was built for this platform."""
+    return _tunnels is not None
+
+
+def socks_reply(rep: int) -> bytes:
+    return bytes((socks5.VERSION, rep, 0, socks5.ATYP_IPV4, 0, 0, 0, 0, 0, 0))
+
+
+class Tunnel:
+    """What Python holds for one engine connection once it authenticated."""
+
+    __slots__ = ("grant", "static_ip", "socks", "slot", "flow", "host", "port", "exit_ip", "task")
+
+    def __init__(self, grant: Grant, static_ip: str | None, socks: bool) -> None:
+        self.grant = grant
+        self.static_ip = static_ip
+        self.socks = socks
+        self.slot: str | None = None  # the service whose connection slot this tunnel holds
+        self.flow: Flow | None = None
+        self.host = ""
+        self.port = 0
+        self.exit_ip = ""
+        self.task: asyncio.Task[None] | None = None  # resolving a DNS name
+
+
+class Listener:
+    """A listening socket served by the engine; looks like ``asyncio.Server`` to the gateway."""
+
+    def __init__(self, engine: TunnelEngine, sock: socket.socket, static: bool, ip: str, kind: int) -> None:
+        self.engine = engine
+        self.sockets = [sock]
+        self.static = static
+        self.ip = ip
+        self.kind = kind
+        self.tag = sock.fileno()
+
+    def close(self) -> None:
+        sock = self.sockets[0]
+        if sock.fileno() >= 0:
+            self.engine.engine.remove_listener(sock.fileno())
+            self.engine.listeners.pop(self.tag, None)
+            sock.close()
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+class TunnelEngine:
+    """The engine plus the decisions; ``adopt(kind, static)`` builds the Python protocol for a handed
+    over connection (HttpProxyConnection or Socks5Connection)."""
+
+    def __init__(self, ctx: Context, adopt: Callable[[int, bool], asyncio.Protocol]) -> None:
+        assert _tunnels is not None
+        self.ctx = ctx
+        self.adopt_protocol = adopt
+        self.engine = _tunnels.Engine(max_head=MAX_HEAD,
+                                      timeout_reply=build_reply(408, "request head timeout"))
+        self.listeners: dict[int, Listener] = {}
+        self.conns: dict[int, Tunnel] = {}
+        self.connect_cache: dict[bytes, ConnectRequest] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        t = _tunnels
+        self.handlers: dict[int, Callable[..., None]] = {
+            t.HANDOFF: self.on_handoff, t.CONNECT: self.on_connect, t.SOCKS_NOAUTH: self.on_socks_noauth,
+            t.SOCKS_AUTH: self.on_socks_auth, t.SOCKS_REQUEST: self.on_socks_request,
+            t.CONNECT_FAILED: self.on_connect_failed, t.CLOSED: self.on_closed,
+        }
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        loop.add_reader(self.engine.fileno(), self.on_ready)
+        self.ctx.meter.add_source(self.pull_counts)
+
+    def listen(self, host: str, port: int, kind: str, static: bool, backlog: int) -> Listener:
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(backlog)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        assert _tunnels is not None
+        code = _tunnels.KIND_SOCKS if kind == "socks" else _tunnels.KIND_HTTP
+        listener = Listener(self, sock, static, host, code)
+        self.listeners[listener.tag] = listener
+        self.engine.add_listener(sock.fileno(), code, listener.tag,
+                                 code == _tunnels.KIND_HTTP and self.ctx.settings.sniff_socks_on_http)
+        return listener
+
+    # -- the event loop side --
+    def on_ready(self) -> None:
+        events = self.engine.run()
+        while events:
+            self.dispatch(events)
+            events = self.engine.take()
+
+    def drain(self) -> None:
+        """Events queued by calls made outside ``on_ready`` (sweep, a connect after DNS)."""
+        events = self.engine.take()
+        while events:
+            self.dispatch(events)
+            events = self.engine.take()
+
+    def dispatch(self, events: list[tuple[Any, ...]]) -> None:
+        handlers = self.handlers
+        for event in events:
+            try:
+                handlers[event[0]](*event[1:])
+            except Exception:  # one connection's bug must not stop the others
+                log.exception("tunnel event %r failed", event[:2])
+
+    def sweep(self) -> None:
+        """Handshake, connect and idle timeouts (the gateway's sweeper calls this every second)."""
+        settings = self.ctx.settings
+        self.engine.sweep(settings.handshake_timeout, settings.connect_timeout, settings.idle_timeout)
+        self.drain()
+
+    def pull_counts(self) -> None:
+        """Byte totals of the open tunnels into their flows (before the meter harvests)."""
+        conns = self.conns
+        for cid, up, down in self.engine.counts():
+            rec = conns.get(cid)
+            if rec is not None and rec.flow is not None:
+                rec.flow.up = up
+                rec.flow.down = down
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.engine.stats())
+
+    def close(self) -> None:
+        if self.loop is not None:
+            self.loop.remove_reader(self.engine.fileno())
+        for listener in list(self.listeners.values()):
+            listener.close()
+        events = self.engine.close_all()
+        if events:
+            self.dispatch(events)
+        for task in list(self._tasks):
+            task.cancel()
+
+    # -- replies --
+    def reply_close(self, cid: int, data: bytes) -> None:
+        assert _tunnels is not None
+        self.engine.send(cid, data, _tunnels.NEXT_CLOSE)
+
+    def static_ip(self, tag: int) -> str | None:
+        listener = self.listeners.get(tag)
+        return listener.ip if listener is not None and listener.static else None
+
+    # -- handed over to the Python protocols --
+    def on_handoff(self, tag: int, fd: int, data: bytes, kind: int) -> None:
+        listener = self.listeners.get(tag)
+        sock = socket.socket(fileno=fd)
+        if listener is None:
+            sock.close()
+            return
+        assert _tunnels is not None
+        protocol = self.adopt_protocol(kind, listener.static)
+        self._spawn(self._adopt(sock, protocol, data, None))
+
+    async def _adopt(self, sock: socket.socket, protocol: asyncio.Protocol, data: bytes,
+                     then: Callable[[], None] | None) -> None:
+        made = protocol.connection_made
+
+        def connection_made(transport: asyncio.BaseTransport) -> None:
+            made(transport)
+            if data:
+                protocol.data_received(data)
+            if then is not None:
+                then()
+
+        protocol.connection_made = connection_made  # type: ignore[method-assign]
+        assert self.loop is not None
+        try:
+            await self.loop.connect_accepted_socket(lambda: protocol, sock)
+        except OSError:
+            sock.close()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        assert self.loop is not None
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- HTTP CONNECT --
+    def parse_connect(self, head: bytes) -> ConnectRequest:
+        req = self.connect_cache.get(head)
+        if req is None:
+            events = HttpRequestParser().feed(head + b"\r\n\r\n")
+            if len(events) != 1 or not isinstance(events[0], ConnectRequest):
+                raise ProtocolError("malformed CONNECT request")
+            req = events[0]
+            if len(self.connect_cache) >= _CACHE_SIZE:
+                self.connect_cache.clear()
+            self.connect_cache[head] = req
+        return req
+
+    def on_connect(self, cid: int, tag: int, head: bytes, client_ip: str) -> None:
+        ctx = self.ctx
+        try:
+            req = self.parse_connect(head)
+        except ProtocolError as exc:
+            ctx.error(None, "", "protocol")
+            self.reply_close(cid, build_reply(exc.status, str(exc)))
+            return
+        host = req.host
+        static_ip = self.static_ip(tag)
+        auth = req.auth
+        try:
+            if auth is None:
+                grant = authenticate(ctx.access, static_ip, client_ip, None, None)
+            else:
+                grant = authenticate(ctx.access, static_ip, "", auth.login, auth.password)
+        except UsernameError as exc:
+            ctx.error(None, host, "username")
+            self.reply_close(cid, auth_required(str(exc)))
+            return
+        except AuthError as exc:
+            ctx.error(None, host, exc.reason)
+            self.reply_close(cid, build_reply(403, str(exc)) if exc.reason == "inactive"
+                             else auth_required(str(exc)))
+            return
+        service = grant.service
+        sid = service.service_id
+        if not ctx.limiter.acquire(sid, service.max_connections):
+            ctx.error(sid, host, "limit")
+            self.reply_close(cid, build_reply(429, "too many concurrent connections for this service"))
+            return
+        rec = self.conns[cid] = Tunnel(grant, static_ip, False)
+        rec.slot, rec.host, rec.port = sid, host, req.port
+        # the CONNECT counts as a request once the tunnel opens (see upstream_failed)
+        rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
+        try:
+            exit_ip = ctx.router.choose(grant, static_ip, literal_family(host))
+        except RoutingError as exc:
+            rec.flow.requests = 0
+            ctx.error(sid, host, exc.reason)
+            self.reply_close(cid, build_reply(502, str(exc)))
+            return
+        rec.exit_ip = exit_ip
+        self.open(cid, rec, CONNECT_ESTABLISHED)
+
+    # -- SOCKS5 --
+    def on_socks_noauth(self, cid: int, tag: int, client_ip: str) -> None:
+        static_ip = self.static_ip(tag)
+        try:
+            grant = authenticate(self.ctx.access, static_ip, client_ip, None, None)
+        except AuthError as exc:
+            self.ctx.error(None, "", exc.reason)
+            self.reply_close(cid, bytes((socks5.VERSION, socks5.NO_ACCEPTABLE)))
+            return
+        self.conns[cid] = Tunnel(grant, static_ip, True)
+        assert _tunnels is not None
+        self.engine.send(cid, bytes((socks5.VERSION, socks5.NO_AUTH)), _tunnels.NEXT_REQUEST)
+
+    def on_socks_auth(self, cid: int, tag: int, login_bytes: bytes, password_bytes: bytes) -> None:
+        ctx = self.ctx
+        static_ip = self.static_ip(tag)
+        try:
+            login, password = login_bytes.decode(), password_bytes.decode()
+        except UnicodeDecodeError:
+            ctx.error(None, "", "protocol")
+            self.reply_close(cid, b"\x01\x01")
+            return
+        try:
+            grant = authenticate(ctx.access, static_ip, "", login, password)
+        except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
+            ctx.error(None, "", exc.reason if isinstance(exc, AuthError) else "username")
+            self.reply_close(cid, b"\x01\x01")
+            return
+        self.conns[cid] = Tunnel(grant, static_ip, True)
+        assert _tunnels is not None
+        self.engine.send(cid, b"\x01\x00", _tunnels.NEXT_REQUEST)
+
+    def refuse(self, cid: int, rep: int, reason: str, service_id: str | None, host: str) -> None:
+        self.ctx.error(service_id, host, reason)
+        self.reply_close(cid, socks_reply(rep))
+
+    def on_socks_request(self, cid: int, command: int, atyp: int, host: str | bytes, port: int) -> None:
+        rec = self.conns.get(cid)
+        if rec is None:
+            return
+        ctx = self.ctx
+        grant = rec.grant
+        sid = grant.service.service_id
+        if isinstance(host, bytes):
+            name = host.decode("ascii", "replace")
+            if not host.isascii() or not _DOMAIN_RE.fullmatch(name):
+                self.refuse(cid, socks5.REP_HOST_UNREACHABLE, "protocol", sid, "")
+                return
+            host = name
+        if command == socks5.CMD_UDP_ASSOCIATE:
+            self.hand_over_udp(cid, rec, socks5.SocksRequest(command, host, port, atyp))
+            return
+        current = ctx.access.get(sid)
+        if current is None or not current.active:
+            self.refuse(cid, socks5.REP_NOT_ALLOWED, "inactive", None, host)
+            return
+        try:
+            exit_ip = ctx.router.choose(grant, rec.static_ip, literal_family(host))
+        except RoutingError as exc:
+            rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
+                socks5.REP_NETWORK_UNREACHABLE
+            self.refuse(cid, rep, exc.reason, sid, host)
+            return
+        if not ctx.limiter.acquire(sid, grant.service.max_connections):
+            self.refuse(cid, socks5.REP_NOT_ALLOWED, "limit", sid, host)
+            return
+        rec.slot, rec.host, rec.port, rec.exit_ip = sid, host, port, exit_ip
+        rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
+        self.open(cid, rec, None)
+
+    def hand_over_udp(self, cid: int, rec: Tunnel, req: socks5.SocksRequest) -> None:
+        """UDP ASSOCIATE is served by ``Socks5Connection`` (it owns the control connection from here)."""
+        from .socks_conn import Socks5Connection
+
+        self.conns.pop(cid, None)
+        detached = self.engine.detach(cid)
+        if detached is None:
+            return
+        fd, _rest = detached
+        conn = Socks5Connection(self.ctx, rec.static_ip is not None)
+        conn.grant = rec.grant
+        conn.parser = socks5.Socks5Parser.awaiting_reply()
+        self._spawn(self._adopt(socket.socket(fileno=fd), conn, b"", lambda: conn.on_request(req)))
+
+    # -- upstream --
+    def open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
+        host, port = rec.host, rec.port
+        if literal_family(host) is None:
+            rec.task = self._spawn(self.resolve_and_open(cid, rec, ok_reply))
+            return
+        if not self.ctx.destinations.allowed(host):
+            self.upstream_failed(cid, rec, upstream_error(BlockedDestination(host), host, port))
+            return
+        self.engine.connect(cid, host, port, rec.exit_ip, ok_reply)
+
+    async def resolve_and_open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
+        host, port = rec.host, rec.port
+        assert self.loop is not None
+        family = socket.AF_INET6 if ":" in rec.exit_ip else socket.AF_INET
+        try:
+            async with asyncio.timeout(self.ctx.settings.connect_timeout):
+                infos = await self.loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+            if not infos:
+                raise socket.gaierror("no address")
+            address = str(infos[0][4][0])
+            if not self.ctx.destinations.allowed(address):  # checked on the address connected to
+                raise BlockedDestination(address)
+        except TimeoutError:
+            self.upstream_failed(cid, rec, timeout_error(host, port))
+            return
+        except OSError as exc:
+            self.upstream_failed(cid, rec, upstream_error(exc, host, port))
+            return
+        if cid in self.conns:
+            rec.task = None
+            self.engine.connect(cid, address, port, rec.exit_ip, ok_reply)
+            self.drain()  # a connect that failed at once queued its event
+
+    def on_connect_failed(self, cid: int, err: int, timed_out: bool) -> None:
+        rec = self.conns.get(cid)
+        if rec is None:
+            return
+        if timed_out:
+            error = timeout_error(rec.host, rec.port)
+        else:
+            error = upstream_error(OSError(err, os.strerror(err)), rec.host, rec.port)
+        self.upstream_failed(cid, rec, error)
+
+    def upstream_failed(self, cid: int, rec: Tunnel, error: UpstreamError) -> None:
+        sid = rec.slot
+        self.ctx.error(sid, rec.host, error.reason, rec.exit_ip)
+        if rec.socks:
+            self.reply_close(cid, socks_reply(error.rep))
+            return
+        if rec.flow is not None:
+            rec.flow.requests = 0  # a CONNECT that never opened counts its connection, not a request
+        self.reply_close(cid, build_reply(error.status, str(error)))
+
+    def on_closed(self, cid: int, up: int, down: int, why: int, kind: int) -> None:
+        rec = self.conns.pop(cid, None)
+        t = _tunnels
+        assert t is not None
+        if why == t.WHY_HANDSHAKE_TIMEOUT:
+            self.ctx.error(None, "", "handshake_timeout" if kind == t.KIND_SOCKS else "head_timeout")
+        elif why == t.WHY_PROTOCOL:
+            self.ctx.error(rec.grant.service.service_id if rec is not None else None, "", "protocol")
+        if rec is None:
+            return
+        if rec.task is not None:
+            rec.task.cancel()
+        flow = rec.flow
+        if flow is not None:
+            flow.up, flow.down = up, down
+            self.ctx.meter.close_flow(flow)
+        if rec.slot is not None:
+            self.ctx.limiter.release(rec.slot)
