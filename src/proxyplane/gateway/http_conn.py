@@ -309,10 +309,14 @@ class HttpProxyConnection(asyncio.Protocol):
         key = (exit_ip, req.host, req.port)
         up = self.ctx.pool.get(key)
         if up is not None:
-            assert isinstance(up, HttpUpstream) and up.transport is not None
+            transport = up.transport
+            assert type(up) is HttpUpstream and transport is not None
             self.reused = True
-            self.attach(up)
-            up.transport.write(req.head)
+            self.upstream = up  # attach(up), inlined
+            up.client = self
+            if not self.write_paused:
+                transport.resume_reading()
+            transport.write(req.head)
         else:
             self.reused = False
             self.pending = [req.head]

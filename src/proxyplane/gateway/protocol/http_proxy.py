@@ -77,7 +77,7 @@ END_OF_REQUEST = EndOfRequest()
 
 _AUTH_CACHE: dict[bytes, Credentials] = {}
 _CACHE_SIZE = 4096
-_CACHE_HEAD_MAX = 4096  # longer heads are parsed every time (bounds the caches' memory)
+_CACHE_HEAD_MAX = 2048  # longer heads are parsed every time (bounds the caches' memory)
 
 # What a request head parses to: a ConnectRequest, or the fields of a ForwardRequest with the body
 # framing as an int (0 none, -1 chunked, n > 0 Content-Length n).
