@@ -23,7 +23,8 @@ MAX_HEADERS = 100
 REALM = "proxyplane"
 
 _TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_HEADER_RE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00\r\n]*?)[ \t]*")
+_HEADER_LINE = _TOKEN + rb":[^\x00\r\n]*"
+_HEADER_BLOCK_RE = re.compile(_HEADER_LINE + rb"(?:\r\n" + _HEADER_LINE + rb")*")
 _METHOD_RE = re.compile(_TOKEN)
 _HOST_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,252})")
 # Hop-by-hop headers never forwarded upstream (plus whatever Connection names).
@@ -153,14 +154,17 @@ def _split_head(head: bytes) -> tuple[list[bytes], list[tuple[bytes, bytes, byte
     lines = head.split(b"\r\n")
     if len(lines) - 1 > MAX_HEADERS:
         raise ProtocolError("too many header fields", status=431)
-    first = lines[0].split(b" ", 2)
+    first_line = lines[0]
+    first = first_line.split(b" ", 2)
     headers = []
-    match = _HEADER_RE.fullmatch
+    if len(lines) == 1:
+        return first, headers
+    # every header line is ``token ":" value``: one match for the whole block rather than one per line
+    if _HEADER_BLOCK_RE.fullmatch(head, len(first_line) + 2) is None:
+        raise ProtocolError("malformed header line")
     for line in lines[1:]:
-        m = match(line)
-        if m is None:
-            raise ProtocolError("malformed header line")
-        headers.append((m.group(1).lower(), m.group(2), line))
+        name, _, value = line.partition(b":")
+        headers.append((name.lower(), value.strip(b" \t"), line))
     return first, headers
 
 
