@@ -156,7 +156,7 @@ def _split_head(head: bytes) -> tuple[list[bytes], list[tuple[bytes, bytes, byte
         raise ProtocolError("too many header fields", status=431)
     first_line = lines[0]
     first = first_line.split(b" ", 2)
-    headers = []
+    headers: list[tuple[bytes, bytes, bytes]] = []
     if len(lines) == 1:
         return first, headers
     # every header line is ``token ":" value``: one match for the whole block rather than one per line
