@@ -8,8 +8,12 @@ from setuptools import Extension, setup
 
 ext_modules = []
 if sys.platform.startswith("linux"):
-    ext_modules.append(Extension("proxyplane.gateway._tunnels", ["src/proxyplane/gateway/_tunnels.c"],
-                                 extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                                                     "-Wno-missing-field-initializers"]))
+    csrc = "src/proxyplane/gateway/csrc/"
+    ext_modules.append(Extension(
+        "proxyplane.gateway._tunnels",
+        [csrc + name for name in ("module.c", "actions.c", "conn.c", "handshake.c", "relay.c")],
+        depends=[csrc + "tunnels.h"],
+        extra_compile_args=["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                            "-Wno-missing-field-initializers"]))
 
 setup(ext_modules=ext_modules)

@@ -19,9 +19,9 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 stamp=.venv/.installed
-# the C tunnel engine (src/proxyplane/gateway/_tunnels.c) is compiled by this install: redo it when it changes
+# the C tunnel engine (src/proxyplane/gateway/csrc/) is compiled by this install: redo it when it changes
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-   || [ src/proxyplane/gateway/_tunnels.c -nt "$stamp" ]; then
+   || [ -n "$(find src/proxyplane/gateway/csrc -newer "$stamp" 2>/dev/null)" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"

@@ -1,5 +1,5 @@
-"""CONNECT and SOCKS5 tunnels through the C tunnel engine (``_tunnels.c``): the engine moves the bytes,
-this module makes every decision.
+"""CONNECT and SOCKS5 tunnels through the C tunnel engine (``csrc/``, module ``_tunnels``): the engine
+moves the bytes, this module (and ``tunnel_socks.py``) makes every decision.
 
 The engine accepts on the plain HTTP and SOCKS5 listeners, frames handshakes, opens upstream
 connections and relays; it hands this module one event per decision (a CONNECT head, SOCKS5
@@ -17,9 +17,9 @@ the tunnel ends, so usage is as exact as on the pure-Python path.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-import re
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,6 @@ except ImportError:  # not built (not Linux, or no compiler): the pure-Python pa
 
 log = logging.getLogger(__name__)
 
-_DOMAIN_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,254})")
 _CACHE_SIZE = 4096
 
 
@@ -118,10 +117,14 @@ class TunnelEngine:
         self.connect_cache: dict[bytes, ConnectRequest] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        from . import tunnel_socks as socks
+
         t = _tunnels
         self.handlers: dict[int, Callable[..., None]] = {
-            t.HANDOFF: self.on_handoff, t.CONNECT: self.on_connect, t.SOCKS_NOAUTH: self.on_socks_noauth,
-            t.SOCKS_AUTH: self.on_socks_auth, t.SOCKS_REQUEST: self.on_socks_request,
+            t.HANDOFF: self.on_handoff, t.CONNECT: self.on_connect,
+            t.SOCKS_NOAUTH: functools.partial(socks.on_noauth, self),
+            t.SOCKS_AUTH: functools.partial(socks.on_auth, self),
+            t.SOCKS_REQUEST: functools.partial(socks.on_request, self),
             t.CONNECT_FAILED: self.on_connect_failed, t.CLOSED: self.on_closed,
         }
 
@@ -203,6 +206,11 @@ class TunnelEngine:
     def reply_close(self, cid: int, data: bytes) -> None:
         assert _tunnels is not None
         self.engine.send(cid, data, _tunnels.NEXT_CLOSE)
+
+    def reply_then_request(self, cid: int, data: bytes) -> None:
+        """SOCKS5: answer the greeting or the credentials; the engine then reads the request."""
+        assert _tunnels is not None
+        self.engine.send(cid, data, _tunnels.NEXT_REQUEST)
 
     def static_ip(self, tag: int) -> str | None:
         listener = self.listeners.get(tag)
@@ -301,90 +309,6 @@ class TunnelEngine:
             return
         rec.exit_ip = exit_ip
         self.open(cid, rec, CONNECT_ESTABLISHED)
-
-    # -- SOCKS5 --
-    def on_socks_noauth(self, cid: int, tag: int, client_ip: str) -> None:
-        static_ip = self.static_ip(tag)
-        try:
-            grant = authenticate(self.ctx.access, static_ip, client_ip, None, None)
-        except AuthError as exc:
-            self.ctx.error(None, "", exc.reason)
-            self.reply_close(cid, bytes((socks5.VERSION, socks5.NO_ACCEPTABLE)))
-            return
-        self.conns[cid] = Tunnel(grant, static_ip, True)
-        assert _tunnels is not None
-        self.engine.send(cid, bytes((socks5.VERSION, socks5.NO_AUTH)), _tunnels.NEXT_REQUEST)
-
-    def on_socks_auth(self, cid: int, tag: int, login_bytes: bytes, password_bytes: bytes) -> None:
-        ctx = self.ctx
-        static_ip = self.static_ip(tag)
-        try:
-            login, password = login_bytes.decode(), password_bytes.decode()
-        except UnicodeDecodeError:
-            ctx.error(None, "", "protocol")
-            self.reply_close(cid, b"\x01\x01")
-            return
-        try:
-            grant = authenticate(ctx.access, static_ip, "", login, password)
-        except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
-            ctx.error(None, "", exc.reason if isinstance(exc, AuthError) else "username")
-            self.reply_close(cid, b"\x01\x01")
-            return
-        self.conns[cid] = Tunnel(grant, static_ip, True)
-        assert _tunnels is not None
-        self.engine.send(cid, b"\x01\x00", _tunnels.NEXT_REQUEST)
-
-    def refuse(self, cid: int, rep: int, reason: str, service_id: str | None, host: str) -> None:
-        self.ctx.error(service_id, host, reason)
-        self.reply_close(cid, socks_reply(rep))
-
-    def on_socks_request(self, cid: int, command: int, atyp: int, host: str | bytes, port: int) -> None:
-        rec = self.conns.get(cid)
-        if rec is None:
-            return
-        ctx = self.ctx
-        grant = rec.grant
-        sid = grant.service.service_id
-        if isinstance(host, bytes):
-            name = host.decode("ascii", "replace")
-            if not host.isascii() or not _DOMAIN_RE.fullmatch(name):
-                self.refuse(cid, socks5.REP_HOST_UNREACHABLE, "protocol", sid, "")
-                return
-            host = name
-        if command == socks5.CMD_UDP_ASSOCIATE:
-            self.hand_over_udp(cid, rec, socks5.SocksRequest(command, host, port, atyp))
-            return
-        current = ctx.access.get(sid)
-        if current is None or not current.active:
-            self.refuse(cid, socks5.REP_NOT_ALLOWED, "inactive", None, host)
-            return
-        try:
-            exit_ip = ctx.router.choose(grant, rec.static_ip, literal_family(host))
-        except RoutingError as exc:
-            rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
-                socks5.REP_NETWORK_UNREACHABLE
-            self.refuse(cid, rep, exc.reason, sid, host)
-            return
-        if not ctx.limiter.acquire(sid, grant.service.max_connections):
-            self.refuse(cid, socks5.REP_NOT_ALLOWED, "limit", sid, host)
-            return
-        rec.slot, rec.host, rec.port, rec.exit_ip = sid, host, port, exit_ip
-        rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
-        self.open(cid, rec, None)
-
-    def hand_over_udp(self, cid: int, rec: Tunnel, req: socks5.SocksRequest) -> None:
-        """UDP ASSOCIATE is served by ``Socks5Connection`` (it owns the control connection from here)."""
-        from .socks_conn import Socks5Connection
-
-        self.conns.pop(cid, None)
-        detached = self.engine.detach(cid)
-        if detached is None:
-            return
-        fd, _rest = detached
-        conn = Socks5Connection(self.ctx, rec.static_ip is not None)
-        conn.grant = rec.grant
-        conn.parser = socks5.Socks5Parser.awaiting_reply()
-        self._spawn(self._adopt(socket.socket(fileno=fd), conn, b"", lambda: conn.on_request(req)))
 
     # -- upstream --
     def open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:

@@ -1,0 +1,194 @@
+/* What Python answers with: send, connect, detach; and counts and sweep. */
+#include "tunnels.h"
+
+/* send(id, data, next): write to the client, then close (0), read credentials (1) or a request (2) */
+PyObject *Engine_send(Engine *e, PyObject *args) {
+    unsigned long long id;
+    Py_buffer data;
+    int next;
+    if (!PyArg_ParseTuple(args, "Ky*i", &id, &data, &next)) return NULL;
+    conn_t *c = conn_get(e, id);
+    if (!c || (c->state != S_WAIT)) {
+        PyBuffer_Release(&data);
+        Py_RETURN_FALSE;
+    }
+    int rc = client_write(e, c, data.buf, (size_t)data.len);
+    PyBuffer_Release(&data);
+    if (rc < 0) Py_RETURN_TRUE;
+    if (next == NEXT_CLOSE) {
+        c->state = S_CLOSING;
+        c->since = e->now;
+        update(e, c);
+        Py_RETURN_TRUE;
+    }
+    c->state = next == NEXT_AUTH ? S_AUTH : S_REQ;
+    c->since = e->now;
+    if (c->c_eof) {
+        conn_close(e, c, WHY_GONE);
+        Py_RETURN_TRUE;
+    }
+    advance(e, c);
+    update(e, c);
+    Py_RETURN_TRUE;
+}
+
+int parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len) {
+    memset(sa, 0, sizeof *sa);
+    if (strchr(ip, ':')) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, ip, &s6->sin6_addr) != 1) return -1;
+        *len = sizeof *s6;
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, ip, &s4->sin_addr) != 1) return -1;
+        *len = sizeof *s4;
+    }
+    return 0;
+}
+
+/* connect(id, ip, port, bind_ip, ok_reply or None): None = answer with a SOCKS5 success reply */
+PyObject *Engine_connect(Engine *e, PyObject *args) {
+    unsigned long long id;
+    const char *ip, *bind_ip;
+    int port;
+    PyObject *ok;
+    if (!PyArg_ParseTuple(args, "KsisO", &id, &ip, &port, &bind_ip, &ok)) return NULL;
+    conn_t *c = conn_get(e, id);
+    if (!c || c->state != S_WAIT) Py_RETURN_FALSE;
+    struct sockaddr_storage dst, src;
+    socklen_t dlen, slen = 0;
+    if (parse_addr(ip, port, &dst, &dlen) < 0) {
+        PyErr_Format(PyExc_ValueError, "not an IP address: %s", ip);
+        return NULL;
+    }
+    if (*bind_ip && parse_addr(bind_ip, 0, &src, &slen) < 0) {
+        PyErr_Format(PyExc_ValueError, "not an IP address: %s", bind_ip);
+        return NULL;
+    }
+    if (ok == Py_None) {
+        c->socks_reply = 1;
+    } else {
+        char *p;
+        Py_ssize_t n;
+        if (PyBytes_AsStringAndSize(ok, &p, &n) < 0) return NULL;
+        c->ok.len = 0;
+        if (buf_append(&c->ok, p, (size_t)n) < 0) return PyErr_NoMemory();
+    }
+    c->since = e->now = mono_now();
+    int fd = socket(dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int err = 0;
+    if (fd < 0) {
+        err = errno;
+    } else {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (slen) {
+            setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+            if (bind(fd, (struct sockaddr *)&src, slen) < 0) err = errno;
+        }
+        if (!err && connect(fd, (struct sockaddr *)&dst, dlen) < 0 && errno != EINPROGRESS) err = errno;
+    }
+    if (err) {
+        if (fd >= 0) close(fd);
+        push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
+        Py_RETURN_TRUE;
+    }
+    c->ufd = fd;
+    c->state = S_CONNECTING;
+    if (add_fd(e, c, 1, EPOLLOUT) < 0) {
+        err = errno;
+        close(fd);
+        c->ufd = -1;
+        c->state = S_WAIT;
+        push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
+    }
+    Py_RETURN_TRUE;
+}
+
+/* detach(id) -> (fd, buffered bytes): the connection is Python's from now on */
+PyObject *Engine_detach(Engine *e, PyObject *args) {
+    unsigned long long id;
+    if (!PyArg_ParseTuple(args, "K", &id)) return NULL;
+    conn_t *c = conn_get(e, id);
+    if (!c || c->state != S_WAIT) Py_RETURN_NONE;
+    epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
+    PyObject *res = Py_BuildValue("(iy#)", c->cfd, c->in.p ? c->in.p : "", (Py_ssize_t)c->in.len);
+    if (!res) return NULL;
+    c->cfd = -1;
+    conn_release(e, c);
+    return res;
+}
+
+/* counts() -> [(id, up, down)] for relays whose totals changed since the last call */
+PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg)) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (conn_t *c = e->all.next; c != &e->all; c = c->next) {
+        if (c->up == c->seen_up && c->down == c->seen_down) continue;
+        c->seen_up = c->up;
+        c->seen_down = c->down;
+        PyObject *t = Py_BuildValue("(KKK)", (unsigned long long)c->id, c->up, c->down);
+        if (!t || PyList_Append(out, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return out;
+}
+
+/* sweep(handshake_timeout, connect_timeout, idle_timeout): close what waited too long */
+PyObject *Engine_sweep(Engine *e, PyObject *args) {
+    double hs, ct, idle;
+    if (!PyArg_ParseTuple(args, "ddd", &hs, &ct, &idle)) return NULL;
+    double now = e->now = mono_now();
+    conn_t *c = e->all.next;
+    while (c != &e->all) {
+        conn_t *next = c->next;
+        switch (c->state) {
+        case S_HTTP:
+        case S_GREET:
+        case S_AUTH:
+        case S_REQ:
+            if (now - c->since >= hs) {
+                if (c->state == S_HTTP && c->in.len && e->timeout_reply)
+                    send(c->cfd, PyBytes_AS_STRING(e->timeout_reply),
+                         (size_t)PyBytes_GET_SIZE(e->timeout_reply), MSG_NOSIGNAL);
+                conn_close(e, c, WHY_HANDSHAKE_TIMEOUT);
+            }
+            break;
+        case S_CLOSING:
+            if (now - c->since >= hs) conn_close(e, c, WHY_REFUSED);
+            break;
+        case S_CONNECTING:
+            if (now - c->since >= ct) {
+                epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
+                close(c->ufd);
+                c->ufd = -1;
+                c->umask = 0;
+                c->state = S_WAIT;
+                push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, ETIMEDOUT, 1));
+            }
+            break;
+        case S_RELAY: {
+            unsigned long long total = c->up + c->down;
+            if (total != c->idle_total) {
+                c->idle_total = total;
+                c->active = now;
+            } else if (now - c->active >= idle) {
+                conn_close(e, c, WHY_IDLE);
+            }
+            break;
+        }
+        default:
+            break;
+        }
+        c = next;
+    }
+    Py_RETURN_NONE;
+}

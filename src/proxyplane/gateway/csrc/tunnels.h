@@ -1,0 +1,139 @@
+/* The tunnel engine's shared declarations (see module.c for what the engine is). */
+#ifndef PROXYPLANE_TUNNELS_H
+#define PROXYPLANE_TUNNELS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
+
+enum { K_HTTP = 0, K_SOCKS = 1 };
+enum { S_HTTP, S_GREET, S_AUTH, S_REQ, S_WAIT, S_CONNECTING, S_RELAY, S_CLOSING, S_DEAD };
+enum { EV_HANDOFF, EV_CONNECT, EV_SOCKS_NOAUTH, EV_SOCKS_AUTH, EV_SOCKS_REQUEST, EV_CONNECT_FAILED,
+       EV_CLOSED };
+enum { WHY_DONE, WHY_GONE, WHY_HANDSHAKE_TIMEOUT, WHY_IDLE, WHY_PROTOCOL, WHY_REFUSED, WHY_SHUTDOWN };
+enum { NEXT_CLOSE = 0, NEXT_AUTH = 1, NEXT_REQUEST = 2 };
+
+#define SIDE_CLIENT 0u
+#define SIDE_UP 1u
+#define SIDE_LISTENER 2u
+#define MAX_EVENTS 256
+#define HS_LIMIT_EXTRA 65536 /* client bytes held while Python decides (beyond the head) */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+typedef struct conn {
+    uint64_t id;
+    uint32_t slot;
+    int cfd, ufd;
+    uint8_t state, kind, c_eof, u_eof, c_shut, u_shut, socks_reply, sniff, c_parked, u_parked;
+    uint32_t cmask, umask; /* epoll masks registered (cfd always registered, ufd when > 0 fd) */
+    int tag;
+    int cfamily;
+    unsigned char caddr[16];
+    buf_t in;  /* client -> upstream: handshake bytes, then bytes not yet written upstream */
+    buf_t out; /* -> client: replies and upstream bytes not yet written to the client */
+    buf_t ok;  /* the reply to send when the upstream connect succeeds (HTTP CONNECT) */
+    unsigned long long up, down, seen_up, seen_down, idle_total;
+    double since, active;
+    struct conn *prev, *next;
+} conn_t;
+
+typedef struct {
+    int fd, kind, tag, sniff, open;
+} listener_t;
+
+typedef struct {
+    PyObject_HEAD
+    int epfd;
+    conn_t **slots;
+    uint32_t nslots;
+    uint32_t *free_slots;
+    uint32_t nfree;
+    conn_t **dead;
+    uint32_t ndead, dead_cap;
+    uint64_t gen;
+    listener_t *listeners;
+    int nlisteners;
+    conn_t all; /* list sentinel */
+    long nconns;
+    PyObject *pending;
+    char *scratch;
+    size_t scratch_size, max_head;
+    PyObject *timeout_reply;
+    double now;
+} Engine;
+
+/* conn.c */
+double mono_now(void);
+int buf_reserve(buf_t *b, size_t extra);
+int buf_append(buf_t *b, const char *data, size_t n);
+void buf_consume(buf_t *b, size_t n);
+void buf_free(buf_t *b);
+void push(Engine *e, PyObject *ev);
+PyObject *client_ip(conn_t *c);
+void set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask);
+void park(Engine *e, conn_t *c, int up_side);
+int add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask);
+conn_t *conn_new(Engine *e, int fd);
+conn_t *conn_get(Engine *e, unsigned long long id);
+void conn_release(Engine *e, conn_t *c);
+void reap(Engine *e);
+void conn_close(Engine *e, conn_t *c, int why);
+void handoff(Engine *e, conn_t *c, int kind);
+int client_write(Engine *e, conn_t *c, const char *data, size_t n);
+void socks_fail(Engine *e, conn_t *c, int rep, int why);
+
+/* relay.c */
+void update(Engine *e, conn_t *c);
+int flush_side(Engine *e, conn_t *c, int to_up);
+int pump(Engine *e, conn_t *c, int from_client);
+void start_relay(Engine *e, conn_t *c);
+
+/* handshake.c */
+void read_handshake(Engine *e, conn_t *c);
+void advance(Engine *e, conn_t *c);
+
+/* relay.c */
+void on_accept(Engine *e, listener_t *l);
+void on_connected(Engine *e, conn_t *c, uint32_t ev);
+void relay_event(Engine *e, conn_t *c, int up_side, uint32_t ev);
+void on_event(Engine *e, uint64_t data, uint32_t ev);
+
+/* module.c */
+PyObject *take_pending(Engine *e);
+PyObject *Engine_run(Engine *e, PyObject *Py_UNUSED(arg));
+PyObject *Engine_take(Engine *e, PyObject *Py_UNUSED(arg));
+PyObject *Engine_add_listener(Engine *e, PyObject *args);
+PyObject *Engine_remove_listener(Engine *e, PyObject *args);
+
+/* actions.c */
+PyObject *Engine_send(Engine *e, PyObject *args);
+int parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len);
+PyObject *Engine_connect(Engine *e, PyObject *args);
+PyObject *Engine_detach(Engine *e, PyObject *args);
+PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg));
+PyObject *Engine_sweep(Engine *e, PyObject *args);
+
+/* module.c */
+PyObject *Engine_close_all(Engine *e, PyObject *Py_UNUSED(arg));
+PyObject *Engine_stats(Engine *e, PyObject *Py_UNUSED(arg));
+
+#endif

@@ -1,0 +1,108 @@
+"""SOCKS5 decisions for the tunnel engine (``tunnels.py``): the whitelist answer to a no-auth greeting,
+RFC 1929 credentials and the request, with the same calls, replies and error categories as
+``Socks5Connection``. Each function answers one engine event."""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import TYPE_CHECKING
+
+from .access import AuthError, authenticate
+from .protocol import socks5
+from .protocol.errors import ProtocolError
+from .routing import RoutingError
+from .tunnels import Tunnel, socks_reply
+from .upstream import literal_family
+
+if TYPE_CHECKING:
+    from .tunnels import TunnelEngine
+
+_DOMAIN_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,254})")
+
+
+def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str) -> None:
+    static_ip = engine.static_ip(tag)
+    try:
+        grant = authenticate(engine.ctx.access, static_ip, client_ip, None, None)
+    except AuthError as exc:
+        engine.ctx.error(None, "", exc.reason)
+        engine.reply_close(cid, bytes((socks5.VERSION, socks5.NO_ACCEPTABLE)))
+        return
+    engine.conns[cid] = Tunnel(grant, static_ip, True)
+    engine.reply_then_request(cid, bytes((socks5.VERSION, socks5.NO_AUTH)))
+
+
+def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, password_bytes: bytes) -> None:
+    ctx = engine.ctx
+    static_ip = engine.static_ip(tag)
+    try:
+        login, password = login_bytes.decode(), password_bytes.decode()
+    except UnicodeDecodeError:
+        ctx.error(None, "", "protocol")
+        engine.reply_close(cid, b"\x01\x01")
+        return
+    try:
+        grant = authenticate(ctx.access, static_ip, "", login, password)
+    except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
+        ctx.error(None, "", exc.reason if isinstance(exc, AuthError) else "username")
+        engine.reply_close(cid, b"\x01\x01")
+        return
+    engine.conns[cid] = Tunnel(grant, static_ip, True)
+    engine.reply_then_request(cid, b"\x01\x00")
+
+
+def refuse(engine: TunnelEngine, cid: int, rep: int, reason: str, service_id: str | None, host: str) -> None:
+    engine.ctx.error(service_id, host, reason)
+    engine.reply_close(cid, socks_reply(rep))
+
+
+def on_request(engine: TunnelEngine, cid: int, command: int, atyp: int, host: str | bytes, port: int) -> None:
+    rec = engine.conns.get(cid)
+    if rec is None:
+        return
+    ctx = engine.ctx
+    grant = rec.grant
+    sid = grant.service.service_id
+    if isinstance(host, bytes):
+        name = host.decode("ascii", "replace")
+        if not host.isascii() or not _DOMAIN_RE.fullmatch(name):
+            refuse(engine, cid, socks5.REP_HOST_UNREACHABLE, "protocol", sid, "")
+            return
+        host = name
+    if command == socks5.CMD_UDP_ASSOCIATE:
+        hand_over_udp(engine, cid, rec, socks5.SocksRequest(command, host, port, atyp))
+        return
+    current = ctx.access.get(sid)
+    if current is None or not current.active:
+        refuse(engine, cid, socks5.REP_NOT_ALLOWED, "inactive", None, host)
+        return
+    try:
+        exit_ip = ctx.router.choose(grant, rec.static_ip, literal_family(host))
+    except RoutingError as exc:
+        rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
+            socks5.REP_NETWORK_UNREACHABLE
+        refuse(engine, cid, rep, exc.reason, sid, host)
+        return
+    if not ctx.limiter.acquire(sid, grant.service.max_connections):
+        refuse(engine, cid, socks5.REP_NOT_ALLOWED, "limit", sid, host)
+        return
+    rec.slot, rec.host, rec.port, rec.exit_ip = sid, host, port, exit_ip
+    rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
+    engine.open(cid, rec, None)
+
+
+def hand_over_udp(engine: TunnelEngine, cid: int, rec: Tunnel, req: socks5.SocksRequest) -> None:
+    """UDP ASSOCIATE is served by ``Socks5Connection`` (it owns the control connection from here)."""
+    from .socks_conn import Socks5Connection
+
+    engine.conns.pop(cid, None)
+    detached = engine.engine.detach(cid)
+    if detached is None:
+        return
+    fd, _rest = detached
+    conn = Socks5Connection(engine.ctx, rec.static_ip is not None)
+    conn.grant = rec.grant
+    conn.parser = socks5.Socks5Parser.awaiting_reply()
+    engine._spawn(engine._adopt(socket.socket(fileno=fd), conn, b"", lambda: conn.on_request(req)))
+
