@@ -153,3 +153,14 @@ async def test_plain_requests_after_handover_keep_alive(env, origin):
         assert status == 200 and path.encode() in body
     assert not reader.at_eof()  # the same client connection served both (rotating: exits may differ)
     writer.close()
+
+
+async def test_connection_on_a_closed_listener_gets_no_tunnel(env, origin):
+    reader, writer = await open_to(("127.0.1.1", env.static_http))
+    env.table.remove("static1")  # the static listeners on its IPs close
+    await wait_for(lambda: "127.0.1.1" not in env.gateway.static_ips())
+    writer.write(f"CONNECT 127.0.0.1:{origin.port} HTTP/1.1\r\n"
+                 f"Proxy-Authorization: {basic('alice', 'secret')}\r\n\r\n".encode())
+    answer = await asyncio.wait_for(reader.read(), 3)
+    assert not answer.startswith(b"HTTP/1.1 200")  # closed (engine) or 407 (Python path)
+    writer.close()

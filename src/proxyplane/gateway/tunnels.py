@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 import os
 import socket
@@ -63,6 +64,10 @@ def socks_reply(rep: int) -> bytes:
     return bytes((socks5.VERSION, rep, 0, socks5.ATYP_IPV4, 0, 0, 0, 0, 0, 0))
 
 
+class ListenerClosed(Exception):
+    """The listener a connection was accepted on is closed: the connection is closed too."""
+
+
 class Tunnel:
     """What Python holds for one engine connection once it authenticated."""
 
@@ -83,13 +88,15 @@ class Tunnel:
 class Listener:
     """A listening socket served by the engine; looks like ``asyncio.Server`` to the gateway."""
 
+    _tags = itertools.count(1)
+
     def __init__(self, engine: TunnelEngine, sock: socket.socket, static: bool, ip: str, kind: int) -> None:
         self.engine = engine
         self.sockets = [sock]
         self.static = static
         self.ip = ip
         self.kind = kind
-        self.tag = sock.fileno()
+        self.tag = next(self._tags)  # never reused: a connection accepted on a closed listener finds none
 
     def close(self) -> None:
         sock = self.sockets[0]
@@ -127,6 +134,7 @@ class TunnelEngine:
             t.SOCKS_REQUEST: functools.partial(socks.on_request, self),
             t.CONNECT_FAILED: self.on_connect_failed, t.CLOSED: self.on_closed,
         }
+        self.no_answer = frozenset({t.HANDOFF, t.CLOSED})  # events that leave no connection waiting
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -170,8 +178,12 @@ class TunnelEngine:
         for event in events:
             try:
                 handlers[event[0]](*event[1:])
-            except Exception:  # one connection's bug must not stop the others
+            except ListenerClosed:
+                self.reply_close(event[1], b"")
+            except Exception:  # one connection's bug must not stop the others, nor leave it hanging
                 log.exception("tunnel event %r failed", event[:2])
+                if event[0] not in self.no_answer:
+                    self.reply_close(event[1], b"")
 
     def sweep(self) -> None:
         """Handshake, connect and idle timeouts (the gateway's sweeper calls this every second)."""
@@ -213,8 +225,12 @@ class TunnelEngine:
         self.engine.send(cid, data, _tunnels.NEXT_REQUEST)
 
     def static_ip(self, tag: int) -> str | None:
+        """The listen IP of a static listener, None for the rotating gateway; ListenerClosed when the
+        connection's listener was closed meanwhile (its service went away)."""
         listener = self.listeners.get(tag)
-        return listener.ip if listener is not None and listener.static else None
+        if listener is None:
+            raise ListenerClosed(tag)
+        return listener.ip if listener.static else None
 
     # -- handed over to the Python protocols --
     def on_handoff(self, tag: int, fd: int, data: bytes, kind: int) -> None:
@@ -335,9 +351,11 @@ class TunnelEngine:
                 raise BlockedDestination(address)
         except TimeoutError:
             self.upstream_failed(cid, rec, timeout_error(host, port))
+            self.drain()
             return
         except OSError as exc:
             self.upstream_failed(cid, rec, upstream_error(exc, host, port))
+            self.drain()
             return
         if cid in self.conns:
             rec.task = None

@@ -147,6 +147,7 @@ PyObject *Engine_sweep(Engine *e, PyObject *args) {
     double hs, ct, idle;
     if (!PyArg_ParseTuple(args, "ddd", &hs, &ct, &idle)) return NULL;
     double now = e->now = mono_now();
+    resume_listeners(e);
     conn_t *c = e->all.next;
     while (c != &e->all) {
         conn_t *next = c->next;

@@ -63,16 +63,20 @@ PyObject *Engine_fileno(Engine *e, PyObject *Py_UNUSED(arg)) { return PyLong_Fro
 PyObject *Engine_add_listener(Engine *e, PyObject *args) {
     int fd, kind, tag, sniff;
     if (!PyArg_ParseTuple(args, "iiip", &fd, &kind, &tag, &sniff)) return NULL;
-    listener_t *ls = realloc(e->listeners, (size_t)(e->nlisteners + 1) * sizeof *ls);
-    if (!ls) return PyErr_NoMemory();
-    e->listeners = ls;
-    int index = e->nlisteners++;
-    ls[index] = (listener_t){fd, kind, tag, sniff, 1};
+    int index = 0;
+    while (index < e->nlisteners && e->listeners[index].open) index++; /* reuse a closed entry */
+    if (index == e->nlisteners) {
+        listener_t *ls = realloc(e->listeners, (size_t)(e->nlisteners + 1) * sizeof *ls);
+        if (!ls) return PyErr_NoMemory();
+        e->listeners = ls;
+        e->nlisteners++;
+    }
+    e->listeners[index] = (listener_t){fd, kind, tag, sniff, 1, 0};
     struct epoll_event ev;
     ev.events = EPOLLIN;
     ev.data.u64 = ((uint64_t)index << 2) | SIDE_LISTENER;
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-        ls[index].open = 0;
+        e->listeners[index].open = 0;
         return PyErr_SetFromErrno(PyExc_OSError);
     }
     Py_RETURN_NONE;
@@ -84,7 +88,7 @@ PyObject *Engine_remove_listener(Engine *e, PyObject *args) {
     for (int i = 0; i < e->nlisteners; i++) {
         if (e->listeners[i].open && e->listeners[i].fd == fd) {
             e->listeners[i].open = 0;
-            epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+            if (!e->listeners[i].paused) epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
         }
     }
     Py_RETURN_NONE;

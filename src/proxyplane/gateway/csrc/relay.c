@@ -146,6 +146,17 @@ void start_relay(Engine *e, conn_t *c) {
 }
 
 /* -- event dispatch -- */
+void resume_listeners(Engine *e) {
+    for (int i = 0; i < e->nlisteners; i++) {
+        listener_t *l = &e->listeners[i];
+        if (!l->open || !l->paused) continue;
+        struct epoll_event ev;
+        ev.events = EPOLLIN;
+        ev.data.u64 = ((uint64_t)i << 2) | SIDE_LISTENER;
+        if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, l->fd, &ev) == 0) l->paused = 0;
+    }
+}
+
 void on_accept(Engine *e, listener_t *l) {
     for (int i = 0; i < 64; i++) {
         struct sockaddr_storage sa;
@@ -153,6 +164,11 @@ void on_accept(Engine *e, listener_t *l) {
         int fd = accept4(l->fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors or memory: stop accepting until the next sweep, not spin */
+                epoll_ctl(e->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+                l->paused = 1;
+            }
             return;
         }
         int one = 1;

@@ -57,7 +57,7 @@ typedef struct conn {
 } conn_t;
 
 typedef struct {
-    int fd, kind, tag, sniff, open;
+    int fd, kind, tag, sniff, open, paused; /* paused: out of epoll after EMFILE & co, back at a sweep */
 } listener_t;
 
 typedef struct {
@@ -113,6 +113,7 @@ void advance(Engine *e, conn_t *c);
 
 /* relay.c */
 void on_accept(Engine *e, listener_t *l);
+void resume_listeners(Engine *e);
 void on_connected(Engine *e, conn_t *c, uint32_t ev);
 void relay_event(Engine *e, conn_t *c, int up_side, uint32_t ev);
 void on_event(Engine *e, uint64_t data, uint32_t ev);
