@@ -164,3 +164,70 @@ async def test_connection_on_a_closed_listener_gets_no_tunnel(env, origin):
     answer = await asyncio.wait_for(reader.read(), 3)
     assert not answer.startswith(b"HTTP/1.1 200")  # closed (engine) or 407 (Python path)
     writer.close()
+
+
+def mutated_handshakes(port: int, seed: int, count: int) -> list[tuple[str, bytes]]:
+    """Valid CONNECT / SOCKS5 handshakes cut, flipped, extended and shuffled, plus random bytes."""
+    import random
+
+    rng = random.Random(seed)
+    socks = (b"\x05\x02\x00\x02" + b"\x01\x03rot\x02pw" + b"\x05\x01\x00\x03\x09127.0.0.1"
+             + port.to_bytes(2, "big") + b"\x05\x01\x00\x04" + bytes(15) + b"\x01\x00\x50")
+    connect = (f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nProxy-Authorization: {basic('rot', 'pw')}\r\n"
+               f"X: {'y' * 50}\r\n\r\nGET / HTTP/1.1\r\n\r\n").encode()
+    cases = []
+    for _ in range(count):
+        kind = rng.choice(["socks", "http"])
+        data = bytearray(socks if kind == "socks" else connect)
+        for _ in range(rng.randint(0, 4)):
+            op = rng.random()
+            pos = rng.randrange(len(data) + 1)
+            if op < 0.3:
+                del data[pos:]
+            elif op < 0.6 and data:
+                data[min(pos, len(data) - 1)] = rng.randrange(256)
+            elif op < 0.8:
+                data[pos:pos] = rng.randbytes(rng.randint(1, 300))
+            else:
+                data = bytearray(rng.randbytes(rng.randint(1, 2000)))
+        cases.append((kind, bytes(data)))
+    return cases
+
+
+async def test_malformed_input_never_hurts_other_connections(env, origin):
+    async def sink(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:  # tunnels that open lead here: swallow whatever arrives
+            while await reader.read(65536):
+                pass
+        except ConnectionError:
+            pass
+        writer.close()
+
+    sink_server = await asyncio.start_server(sink, "127.0.0.1", 0)
+    sink_port = sink_server.sockets[0].getsockname()[1]
+
+    async def poke(kind: str, data: bytes) -> None:
+        reader, writer = await open_to(env.socks if kind == "socks" else env.http)
+        for i in range(0, len(data), 7 if len(data) % 2 else len(data) or 1):  # in pieces or whole
+            writer.write(data[i:i + (7 if len(data) % 2 else len(data))])
+        try:
+            await asyncio.wait_for(reader.read(65536), 0.3)
+        except (TimeoutError, ConnectionError):
+            pass
+        writer.close()
+
+    cases = mutated_handshakes(sink_port, seed=9, count=300)
+    for i in range(0, len(cases), 25):
+        await asyncio.gather(*(poke(kind, data) for kind, data in cases[i:i + 25]))
+        status, reader, writer = await connect_tunnel(env.http, f"127.0.0.1:{origin.port}",
+                                                      basic("rot", "pw"))
+        assert status == 200
+        writer.close()
+    rep, _, reader, writer = await socks_connect(env.socks, "127.0.0.1", origin.port, "rot", "pw")
+    assert rep == 0
+    writer.close()
+    tunnels = env.gateway.tunnels
+    if tunnels is not None:  # every poked connection ended (none left waiting on a decision)
+        await wait_for(lambda: tunnels.stats()["connections"] == 0, timeout=5)
+    await wait_for(lambda: env.gateway.limiter.current("rot1") == 0, timeout=5)
+    sink_server.close()
