@@ -7,32 +7,32 @@ PyObject *Engine_send(Engine *e, PyObject *args) {
     Py_buffer data;
     int next;
     if (!PyArg_ParseTuple(args, "Ky*i", &id, &data, &next)) return NULL;
-    conn_t *c = conn_get(e, id);
+    conn_t *c = tn_conn_get(e, id);
     if (!c || (c->state != S_WAIT)) {
         PyBuffer_Release(&data);
         Py_RETURN_FALSE;
     }
-    int rc = client_write(e, c, data.buf, (size_t)data.len);
+    int rc = tn_client_write(e, c, data.buf, (size_t)data.len);
     PyBuffer_Release(&data);
     if (rc < 0) Py_RETURN_TRUE;
     if (next == NEXT_CLOSE) {
         c->state = S_CLOSING;
         c->since = e->now;
-        update(e, c);
+        tn_update(e, c);
         Py_RETURN_TRUE;
     }
     c->state = next == NEXT_AUTH ? S_AUTH : S_REQ;
     c->since = e->now;
     if (c->c_eof) {
-        conn_close(e, c, WHY_GONE);
+        tn_conn_close(e, c, WHY_GONE);
         Py_RETURN_TRUE;
     }
-    advance(e, c);
-    update(e, c);
+    tn_advance(e, c);
+    tn_update(e, c);
     Py_RETURN_TRUE;
 }
 
-int parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len) {
+int tn_parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len) {
     memset(sa, 0, sizeof *sa);
     if (strchr(ip, ':')) {
         struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
@@ -57,15 +57,15 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
     int port;
     PyObject *ok;
     if (!PyArg_ParseTuple(args, "KsisO", &id, &ip, &port, &bind_ip, &ok)) return NULL;
-    conn_t *c = conn_get(e, id);
+    conn_t *c = tn_conn_get(e, id);
     if (!c || c->state != S_WAIT) Py_RETURN_FALSE;
     struct sockaddr_storage dst, src;
     socklen_t dlen, slen = 0;
-    if (parse_addr(ip, port, &dst, &dlen) < 0) {
+    if (tn_parse_addr(ip, port, &dst, &dlen) < 0) {
         PyErr_Format(PyExc_ValueError, "not an IP address: %s", ip);
         return NULL;
     }
-    if (*bind_ip && parse_addr(bind_ip, 0, &src, &slen) < 0) {
+    if (*bind_ip && tn_parse_addr(bind_ip, 0, &src, &slen) < 0) {
         PyErr_Format(PyExc_ValueError, "not an IP address: %s", bind_ip);
         return NULL;
     }
@@ -76,9 +76,9 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
         Py_ssize_t n;
         if (PyBytes_AsStringAndSize(ok, &p, &n) < 0) return NULL;
         c->ok.len = 0;
-        if (buf_append(&c->ok, p, (size_t)n) < 0) return PyErr_NoMemory();
+        if (tn_buf_append(&c->ok, p, (size_t)n) < 0) return PyErr_NoMemory();
     }
-    c->since = e->now = mono_now();
+    c->since = e->now = tn_mono_now();
     int fd = socket(dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int err = 0;
     if (fd < 0) {
@@ -94,17 +94,17 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
     }
     if (err) {
         if (fd >= 0) close(fd);
-        push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
+        tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
         Py_RETURN_TRUE;
     }
     c->ufd = fd;
     c->state = S_CONNECTING;
-    if (add_fd(e, c, 1, EPOLLOUT) < 0) {
+    if (tn_add_fd(e, c, 1, EPOLLOUT) < 0) {
         err = errno;
         close(fd);
         c->ufd = -1;
         c->state = S_WAIT;
-        push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
+        tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
     }
     Py_RETURN_TRUE;
 }
@@ -113,13 +113,13 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
 PyObject *Engine_detach(Engine *e, PyObject *args) {
     unsigned long long id;
     if (!PyArg_ParseTuple(args, "K", &id)) return NULL;
-    conn_t *c = conn_get(e, id);
+    conn_t *c = tn_conn_get(e, id);
     if (!c || c->state != S_WAIT) Py_RETURN_NONE;
     epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
     PyObject *res = Py_BuildValue("(iy#)", c->cfd, c->in.p ? c->in.p : "", (Py_ssize_t)c->in.len);
     if (!res) return NULL;
     c->cfd = -1;
-    conn_release(e, c);
+    tn_conn_release(e, c);
     return res;
 }
 
@@ -146,8 +146,8 @@ PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg)) {
 PyObject *Engine_sweep(Engine *e, PyObject *args) {
     double hs, ct, idle;
     if (!PyArg_ParseTuple(args, "ddd", &hs, &ct, &idle)) return NULL;
-    double now = e->now = mono_now();
-    resume_listeners(e);
+    double now = e->now = tn_mono_now();
+    tn_resume_listeners(e);
     conn_t *c = e->all.next;
     while (c != &e->all) {
         conn_t *next = c->next;
@@ -160,11 +160,11 @@ PyObject *Engine_sweep(Engine *e, PyObject *args) {
                 if (c->state == S_HTTP && c->in.len && e->timeout_reply)
                     send(c->cfd, PyBytes_AS_STRING(e->timeout_reply),
                          (size_t)PyBytes_GET_SIZE(e->timeout_reply), MSG_NOSIGNAL);
-                conn_close(e, c, WHY_HANDSHAKE_TIMEOUT);
+                tn_conn_close(e, c, WHY_HANDSHAKE_TIMEOUT);
             }
             break;
         case S_CLOSING:
-            if (now - c->since >= hs) conn_close(e, c, WHY_REFUSED);
+            if (now - c->since >= hs) tn_conn_close(e, c, WHY_REFUSED);
             break;
         case S_CONNECTING:
             if (now - c->since >= ct) {
@@ -173,7 +173,7 @@ PyObject *Engine_sweep(Engine *e, PyObject *args) {
                 c->ufd = -1;
                 c->umask = 0;
                 c->state = S_WAIT;
-                push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, ETIMEDOUT, 1));
+                tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, ETIMEDOUT, 1));
             }
             break;
         case S_RELAY: {
@@ -182,7 +182,7 @@ PyObject *Engine_sweep(Engine *e, PyObject *args) {
                 c->idle_total = total;
                 c->active = now;
             } else if (now - c->active >= idle) {
-                conn_close(e, c, WHY_IDLE);
+                tn_conn_close(e, c, WHY_IDLE);
             }
             break;
         }

@@ -1,14 +1,14 @@
 /* Buffers, the connection table, epoll bookkeeping and closing. */
 #include "tunnels.h"
 
-double mono_now(void) {
+double tn_mono_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* -- buffers -- */
-int buf_reserve(buf_t *b, size_t extra) {
+int tn_buf_reserve(buf_t *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 1024;
     while (cap < b->len + extra) cap *= 2;
@@ -19,14 +19,14 @@ int buf_reserve(buf_t *b, size_t extra) {
     return 0;
 }
 
-int buf_append(buf_t *b, const char *data, size_t n) {
-    if (buf_reserve(b, n) < 0) return -1;
+int tn_buf_append(buf_t *b, const char *data, size_t n) {
+    if (tn_buf_reserve(b, n) < 0) return -1;
     memcpy(b->p + b->len, data, n);
     b->len += n;
     return 0;
 }
 
-void buf_consume(buf_t *b, size_t n) {
+void tn_buf_consume(buf_t *b, size_t n) {
     if (n >= b->len) {
         b->len = 0;
         return;
@@ -35,14 +35,14 @@ void buf_consume(buf_t *b, size_t n) {
     b->len -= n;
 }
 
-void buf_free(buf_t *b) {
+void tn_buf_free(buf_t *b) {
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
 }
 
 /* -- events -- */
-void push(Engine *e, PyObject *ev) {
+void tn_push(Engine *e, PyObject *ev) {
     if (ev == NULL) {
         PyErr_Clear();
         return;
@@ -51,14 +51,14 @@ void push(Engine *e, PyObject *ev) {
     Py_DECREF(ev);
 }
 
-PyObject *client_ip(conn_t *c) {
+PyObject *tn_client_ip(conn_t *c) {
     char text[INET6_ADDRSTRLEN];
     if (!inet_ntop(c->cfamily, c->caddr, text, sizeof text)) text[0] = 0;
     return PyUnicode_FromString(text);
 }
 
 /* -- epoll bookkeeping -- */
-void set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask) {
+void tn_set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask) {
     uint32_t *cur = up_side ? &c->umask : &c->cmask;
     uint8_t *parked = up_side ? &c->u_parked : &c->c_parked;
     int fd = up_side ? c->ufd : c->cfd;
@@ -83,7 +83,7 @@ void set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask) {
 
 /* A hung-up socket reports EPOLLHUP whatever its mask: take it out of the epoll set while there is
  * nothing to do on it (its EOF was read, or reading is paused for backpressure). */
-void park(Engine *e, conn_t *c, int up_side) {
+void tn_park(Engine *e, conn_t *c, int up_side) {
     uint8_t *parked = up_side ? &c->u_parked : &c->c_parked;
     if (*parked) return;
     epoll_ctl(e->epfd, EPOLL_CTL_DEL, up_side ? c->ufd : c->cfd, NULL);
@@ -94,7 +94,7 @@ void park(Engine *e, conn_t *c, int up_side) {
         c->cmask = 0;
 }
 
-int add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask) {
+int tn_add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask) {
     struct epoll_event ev;
     ev.events = mask;
     ev.data.u64 = ((uint64_t)c->slot << 2) | (up_side ? SIDE_UP : SIDE_CLIENT);
@@ -107,7 +107,7 @@ int add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask) {
 }
 
 /* -- connections -- */
-conn_t *conn_new(Engine *e, int fd) {
+conn_t *tn_conn_new(Engine *e, int fd) {
     uint32_t slot;
     if (e->nfree) {
         slot = e->free_slots[--e->nfree];
@@ -146,7 +146,7 @@ conn_t *conn_new(Engine *e, int fd) {
     return c;
 }
 
-conn_t *conn_get(Engine *e, unsigned long long id) {
+conn_t *tn_conn_get(Engine *e, unsigned long long id) {
     uint32_t slot = (uint32_t)(id & 0xffffffffu);
     if (slot >= e->nslots) return NULL;
     conn_t *c = e->slots[slot];
@@ -155,15 +155,15 @@ conn_t *conn_get(Engine *e, unsigned long long id) {
 }
 
 /* Unlink; the slot and memory are released after the current epoll batch (stale events name it). */
-void conn_release(Engine *e, conn_t *c) {
+void tn_conn_release(Engine *e, conn_t *c) {
     c->state = S_DEAD;
     c->prev->next = c->next;
     c->next->prev = c->prev;
     c->prev = c->next = c;
     e->nconns--;
-    buf_free(&c->in);
-    buf_free(&c->out);
-    buf_free(&c->ok);
+    tn_buf_free(&c->in);
+    tn_buf_free(&c->out);
+    tn_buf_free(&c->ok);
     if (e->ndead == e->dead_cap) {
         uint32_t cap = e->dead_cap ? e->dead_cap * 2 : 256;
         conn_t **d = realloc(e->dead, cap * sizeof *d);
@@ -176,7 +176,7 @@ void conn_release(Engine *e, conn_t *c) {
     e->dead[e->ndead++] = c;
 }
 
-void reap(Engine *e) {
+void tn_reap(Engine *e) {
     for (uint32_t i = 0; i < e->ndead; i++) {
         conn_t *c = e->dead[i];
         e->slots[c->slot] = NULL;
@@ -186,31 +186,31 @@ void reap(Engine *e) {
     e->ndead = 0;
 }
 
-void conn_close(Engine *e, conn_t *c, int why) {
+void tn_conn_close(Engine *e, conn_t *c, int why) {
     if (c->state == S_DEAD) return;
     if (c->cfd >= 0) close(c->cfd);
     if (c->ufd >= 0) close(c->ufd);
     c->cfd = c->ufd = -1;
-    push(e, Py_BuildValue("(iKKKii)", EV_CLOSED, (unsigned long long)c->id, c->up, c->down, why, c->kind));
-    conn_release(e, c);
+    tn_push(e, Py_BuildValue("(iKKKii)", EV_CLOSED, (unsigned long long)c->id, c->up, c->down, why, c->kind));
+    tn_conn_release(e, c);
 }
 
 /* The connection leaves the engine for Python: its client fd and the bytes read so far. */
-void handoff(Engine *e, conn_t *c, int kind) {
+void tn_handoff(Engine *e, conn_t *c, int kind) {
     epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
     PyObject *data = PyBytes_FromStringAndSize(c->in.p ? c->in.p : "", (Py_ssize_t)c->in.len);
-    push(e, Py_BuildValue("(iiiNi)", EV_HANDOFF, c->tag, c->cfd, data, kind));
+    tn_push(e, Py_BuildValue("(iiiNi)", EV_HANDOFF, c->tag, c->cfd, data, kind));
     c->cfd = -1;
-    conn_release(e, c);
+    tn_conn_release(e, c);
 }
 
 /* Write to the client (queueing what does not fit); -1 when the connection was closed. */
-int client_write(Engine *e, conn_t *c, const char *data, size_t n) {
+int tn_client_write(Engine *e, conn_t *c, const char *data, size_t n) {
     if (c->out.len == 0) {
         ssize_t w = send(c->cfd, data, n, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno != EAGAIN && errno != EINTR) {
-                conn_close(e, c, WHY_GONE);
+                tn_conn_close(e, c, WHY_GONE);
                 return -1;
             }
             w = 0;
@@ -218,15 +218,15 @@ int client_write(Engine *e, conn_t *c, const char *data, size_t n) {
         data += w;
         n -= (size_t)w;
     }
-    if (n && buf_append(&c->out, data, n) < 0) {
-        conn_close(e, c, WHY_GONE);
+    if (n && tn_buf_append(&c->out, data, n) < 0) {
+        tn_conn_close(e, c, WHY_GONE);
         return -1;
     }
     return 0;
 }
 
-void socks_fail(Engine *e, conn_t *c, int rep, int why) {
+void tn_socks_fail(Engine *e, conn_t *c, int rep, int why) {
     char r[10] = {5, (char)rep, 0, 1, 0, 0, 0, 0, 0, 0};
     send(c->cfd, r, sizeof r, MSG_NOSIGNAL);
-    conn_close(e, c, why);
+    tn_conn_close(e, c, why);
 }

@@ -3,14 +3,14 @@
 
 
 /* -- handshake framing -- */
-void advance(Engine *e, conn_t *c);
+void tn_advance(Engine *e, conn_t *c);
 
-void read_handshake(Engine *e, conn_t *c) {
+void tn_read_handshake(Engine *e, conn_t *c) {
     size_t limit = e->max_head + HS_LIMIT_EXTRA;
     for (;;) {
         if (c->in.len >= limit) break;
-        if (buf_reserve(&c->in, 4096) < 0) {
-            conn_close(e, c, WHY_GONE);
+        if (tn_buf_reserve(&c->in, 4096) < 0) {
+            tn_conn_close(e, c, WHY_GONE);
             return;
         }
         size_t room = c->in.cap - c->in.len;
@@ -26,18 +26,18 @@ void read_handshake(Engine *e, conn_t *c) {
                 c->c_eof = 1;
                 break;
             }
-            conn_close(e, c, WHY_GONE);
+            tn_conn_close(e, c, WHY_GONE);
             return;
         }
         if (errno == EAGAIN || errno == EINTR) break;
-        conn_close(e, c, WHY_GONE);
+        tn_conn_close(e, c, WHY_GONE);
         return;
     }
-    if (c->state != S_WAIT && c->state != S_CONNECTING) advance(e, c);
-    if (c->state != S_DEAD) update(e, c);
+    if (c->state != S_WAIT && c->state != S_CONNECTING) tn_advance(e, c);
+    if (c->state != S_DEAD) tn_update(e, c);
 }
 
-void advance(Engine *e, conn_t *c) {
+void tn_advance(Engine *e, conn_t *c) {
     static const char connect_prefix[] = "CONNECT ";
     for (;;) {
         unsigned char *p = (unsigned char *)c->in.p;
@@ -52,31 +52,31 @@ void advance(Engine *e, conn_t *c) {
             }
             size_t k = n < 8 ? n : 8;
             if (memcmp(p, connect_prefix, k) != 0) {
-                handoff(e, c, K_HTTP);
+                tn_handoff(e, c, K_HTTP);
                 return;
             }
             if (n < 8) return;
             char *end = memmem(p, n, "\r\n\r\n", 4);
             if (!end) {
-                if (n > e->max_head) handoff(e, c, K_HTTP);
+                if (n > e->max_head) tn_handoff(e, c, K_HTTP);
                 return;
             }
             size_t idx = (size_t)(end - (char *)p);
             if (idx > e->max_head) {
-                handoff(e, c, K_HTTP);
+                tn_handoff(e, c, K_HTTP);
                 return;
             }
             PyObject *head = PyBytes_FromStringAndSize((char *)p, (Py_ssize_t)idx);
-            push(e, Py_BuildValue("(iKiNN)", EV_CONNECT, (unsigned long long)c->id, c->tag, head,
-                                  client_ip(c)));
-            buf_consume(&c->in, idx + 4);
+            tn_push(e, Py_BuildValue("(iKiNN)", EV_CONNECT, (unsigned long long)c->id, c->tag, head,
+                                  tn_client_ip(c)));
+            tn_buf_consume(&c->in, idx + 4);
             c->state = S_WAIT;
             return;
         }
         case S_GREET: {
             if (n == 0) return;
             if (p[0] != 5 || (n >= 2 && p[1] == 0)) { /* nothing written yet: Python's parser answers */
-                handoff(e, c, K_SOCKS);
+                tn_handoff(e, c, K_SOCKS);
                 return;
             }
             if (n < 2 || n < 2u + p[1]) return;
@@ -85,27 +85,27 @@ void advance(Engine *e, conn_t *c) {
                 if (p[2 + i] == 2) userpass = 1;
                 if (p[2 + i] == 0) noauth = 1;
             }
-            buf_consume(&c->in, 2u + p[1]);
+            tn_buf_consume(&c->in, 2u + p[1]);
             if (userpass) {
-                if (client_write(e, c, "\x05\x02", 2) < 0) return;
+                if (tn_client_write(e, c, "\x05\x02", 2) < 0) return;
                 c->state = S_AUTH;
                 continue;
             }
             if (noauth) {
-                push(e, Py_BuildValue("(iKiN)", EV_SOCKS_NOAUTH, (unsigned long long)c->id, c->tag,
-                                      client_ip(c)));
+                tn_push(e, Py_BuildValue("(iKiN)", EV_SOCKS_NOAUTH, (unsigned long long)c->id, c->tag,
+                                      tn_client_ip(c)));
                 c->state = S_WAIT;
                 return;
             }
             send(c->cfd, "\x05\xff", 2, MSG_NOSIGNAL);
-            conn_close(e, c, WHY_REFUSED);
+            tn_conn_close(e, c, WHY_REFUSED);
             return;
         }
         case S_AUTH: {
             if (n == 0) return;
             if (p[0] != 1) {
                 send(c->cfd, "\x01\x01", 2, MSG_NOSIGNAL);
-                conn_close(e, c, WHY_PROTOCOL);
+                tn_conn_close(e, c, WHY_PROTOCOL);
                 return;
             }
             if (n < 3 || n < 3u + p[1]) return;
@@ -113,22 +113,22 @@ void advance(Engine *e, conn_t *c) {
             if (n < 3 + ulen + plen) return;
             PyObject *login = PyBytes_FromStringAndSize((char *)p + 2, (Py_ssize_t)ulen);
             PyObject *password = PyBytes_FromStringAndSize((char *)p + 3 + ulen, (Py_ssize_t)plen);
-            push(e, Py_BuildValue("(iKiNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
+            tn_push(e, Py_BuildValue("(iKiNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
                                   password));
-            buf_consume(&c->in, 3 + ulen + plen);
+            tn_buf_consume(&c->in, 3 + ulen + plen);
             c->state = S_WAIT;
             return;
         }
         case S_REQ: {
             if (n == 0) return;
             if (p[0] != 5) {
-                socks_fail(e, c, 1, WHY_PROTOCOL);
+                tn_socks_fail(e, c, 1, WHY_PROTOCOL);
                 return;
             }
             if (n < 4) return;
             int cmd = p[1], atyp = p[3];
             if (cmd != 1 && cmd != 3) {
-                socks_fail(e, c, 7, WHY_PROTOCOL);
+                tn_socks_fail(e, c, 7, WHY_PROTOCOL);
                 return;
             }
             PyObject *host;
@@ -146,13 +146,13 @@ void advance(Engine *e, conn_t *c) {
                 if (n < end + 2) return;
                 host = PyBytes_FromStringAndSize((char *)p + 5, (Py_ssize_t)p[4]);
             } else {
-                socks_fail(e, c, 8, WHY_PROTOCOL);
+                tn_socks_fail(e, c, 8, WHY_PROTOCOL);
                 return;
             }
             int port = (p[end] << 8) | p[end + 1];
-            push(e, Py_BuildValue("(iKiiNi)", EV_SOCKS_REQUEST, (unsigned long long)c->id, cmd, atyp,
+            tn_push(e, Py_BuildValue("(iKiiNi)", EV_SOCKS_REQUEST, (unsigned long long)c->id, cmd, atyp,
                                   host, port));
-            buf_consume(&c->in, end + 2);
+            tn_buf_consume(&c->in, end + 2);
             c->state = S_WAIT;
             return;
         }

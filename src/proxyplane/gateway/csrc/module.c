@@ -25,7 +25,7 @@
 #include "tunnels.h"
 
 /* -- Python methods -- */
-PyObject *take_pending(Engine *e) {
+PyObject *tn_take_pending(Engine *e) {
     if (PyList_GET_SIZE(e->pending) == 0) Py_RETURN_NONE;
     PyObject *out = e->pending;
     e->pending = PyList_New(0);
@@ -38,24 +38,24 @@ PyObject *take_pending(Engine *e) {
 
 PyObject *Engine_run(Engine *e, PyObject *Py_UNUSED(arg)) {
     struct epoll_event evs[MAX_EVENTS];
-    e->now = mono_now();
-    reap(e);
+    e->now = tn_mono_now();
+    tn_reap(e);
     for (int rounds = 0; rounds < 8; rounds++) {
         int n = epoll_wait(e->epfd, evs, MAX_EVENTS, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        for (int i = 0; i < n; i++) on_event(e, evs[i].data.u64, evs[i].events);
-        reap(e);
+        for (int i = 0; i < n; i++) tn_on_event(e, evs[i].data.u64, evs[i].events);
+        tn_reap(e);
         if (n < MAX_EVENTS) break;
     }
-    return take_pending(e);
+    return tn_take_pending(e);
 }
 
 PyObject *Engine_take(Engine *e, PyObject *Py_UNUSED(arg)) {
-    reap(e);
-    return take_pending(e);
+    tn_reap(e);
+    return tn_take_pending(e);
 }
 
 PyObject *Engine_fileno(Engine *e, PyObject *Py_UNUSED(arg)) { return PyLong_FromLong(e->epfd); }
@@ -95,9 +95,9 @@ PyObject *Engine_remove_listener(Engine *e, PyObject *args) {
 }
 
 PyObject *Engine_close_all(Engine *e, PyObject *Py_UNUSED(arg)) {
-    while (e->all.next != &e->all) conn_close(e, e->all.next, WHY_SHUTDOWN);
-    reap(e);
-    return take_pending(e);
+    while (e->all.next != &e->all) tn_conn_close(e, e->all.next, WHY_SHUTDOWN);
+    tn_reap(e);
+    return tn_take_pending(e);
 }
 
 PyObject *Engine_stats(Engine *e, PyObject *Py_UNUSED(arg)) {
@@ -132,7 +132,7 @@ int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     e->max_head = (size_t)max_head;
     Py_XINCREF(timeout_reply);
     e->timeout_reply = timeout_reply;
-    e->now = mono_now();
+    e->now = tn_mono_now();
     return 0;
 }
 
@@ -149,9 +149,9 @@ void Engine_dealloc(Engine *e) {
             if (c->cfd >= 0) close(c->cfd);
             if (c->ufd >= 0) close(c->ufd);
             c->cfd = c->ufd = -1;
-            conn_release(e, c);
+            tn_conn_release(e, c);
         }
-        reap(e);
+        tn_reap(e);
     }
     if (e->epfd >= 0) close(e->epfd);
     free(e->slots);

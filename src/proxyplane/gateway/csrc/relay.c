@@ -2,24 +2,24 @@
 #include "tunnels.h"
 
 /* Wanted epoll masks from the state; closes a finished relay. */
-void update(Engine *e, conn_t *c) {
+void tn_update(Engine *e, conn_t *c) {
     if (c->state == S_DEAD) return;
     uint32_t cm = 0, um = 0;
     switch (c->state) {
     case S_RELAY:
         if (c->c_eof && c->u_eof && c->in.len == 0 && c->out.len == 0) {
-            conn_close(e, c, WHY_DONE);
+            tn_conn_close(e, c, WHY_DONE);
             return;
         }
         if (!c->c_eof && c->in.len == 0) cm |= EPOLLIN;
         if (c->out.len) cm |= EPOLLOUT;
         if (!c->u_eof && c->out.len == 0) um |= EPOLLIN;
         if (c->in.len) um |= EPOLLOUT;
-        set_mask(e, c, 1, um);
+        tn_set_mask(e, c, 1, um);
         break;
     case S_CLOSING:
         if (c->out.len == 0) {
-            conn_close(e, c, WHY_REFUSED);
+            tn_conn_close(e, c, WHY_REFUSED);
             return;
         }
         cm = EPOLLOUT;
@@ -32,21 +32,21 @@ void update(Engine *e, conn_t *c) {
     default: /* reading a handshake */
         cm = EPOLLIN | (c->out.len ? EPOLLOUT : 0);
     }
-    set_mask(e, c, 0, cm);
+    tn_set_mask(e, c, 0, cm);
 }
 
 /* Flush queued bytes to one side; -1 when the connection was closed. */
-int flush_side(Engine *e, conn_t *c, int to_up) {
+int tn_flush_side(Engine *e, conn_t *c, int to_up) {
     buf_t *b = to_up ? &c->in : &c->out;
     int fd = to_up ? c->ufd : c->cfd;
     while (b->len) {
         ssize_t w = send(fd, b->p, b->len, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EAGAIN || errno == EINTR) return 0;
-            conn_close(e, c, c->state == S_RELAY ? WHY_DONE : WHY_GONE);
+            tn_conn_close(e, c, c->state == S_RELAY ? WHY_DONE : WHY_GONE);
             return -1;
         }
-        buf_consume(b, (size_t)w);
+        tn_buf_consume(b, (size_t)w);
     }
     if (c->state == S_RELAY) { /* an EOF waiting for the queue to drain */
         if (to_up && c->c_eof && !c->u_shut) {
@@ -61,7 +61,7 @@ int flush_side(Engine *e, conn_t *c, int to_up) {
 }
 
 /* Relay: read from one side, write to the other; the rest is queued and reading pauses. */
-int pump(Engine *e, conn_t *c, int from_client) {
+int tn_pump(Engine *e, conn_t *c, int from_client) {
     int src = from_client ? c->cfd : c->ufd, dst = from_client ? c->ufd : c->cfd;
     buf_t *q = from_client ? &c->in : &c->out;
     for (int round = 0; round < 4 && q->len == 0; round++) {
@@ -74,13 +74,13 @@ int pump(Engine *e, conn_t *c, int from_client) {
             ssize_t w = send(dst, e->scratch, (size_t)n, MSG_NOSIGNAL);
             if (w < 0) {
                 if (errno != EAGAIN && errno != EINTR) {
-                    conn_close(e, c, WHY_DONE);
+                    tn_conn_close(e, c, WHY_DONE);
                     return -1;
                 }
                 w = 0;
             }
-            if (w < n && buf_append(q, e->scratch + w, (size_t)(n - w)) < 0) {
-                conn_close(e, c, WHY_DONE);
+            if (w < n && tn_buf_append(q, e->scratch + w, (size_t)(n - w)) < 0) {
+                tn_conn_close(e, c, WHY_DONE);
                 return -1;
             }
             if ((size_t)n < e->scratch_size) break;
@@ -103,14 +103,14 @@ int pump(Engine *e, conn_t *c, int from_client) {
             break;
         }
         if (errno == EAGAIN || errno == EINTR) break;
-        conn_close(e, c, WHY_DONE);
+        tn_conn_close(e, c, WHY_DONE);
         return -1;
     }
     return 0;
 }
 
 /* The upstream connection is open: reply to the client, pass on what it sent early, relay. */
-void start_relay(Engine *e, conn_t *c) {
+void tn_start_relay(Engine *e, conn_t *c) {
     c->state = S_RELAY;
     c->active = e->now;
     if (c->socks_reply) {
@@ -129,24 +129,24 @@ void start_relay(Engine *e, conn_t *c) {
             memcpy(r + 4, &s4->sin_addr, 4);
             memcpy(r + 8, &s4->sin_port, 2);
         }
-        if (client_write(e, c, (const char *)r, n) < 0) return;
+        if (tn_client_write(e, c, (const char *)r, n) < 0) return;
     } else if (c->ok.len) {
-        if (client_write(e, c, c->ok.p, c->ok.len) < 0) return;
-        buf_free(&c->ok);
+        if (tn_client_write(e, c, c->ok.p, c->ok.len) < 0) return;
+        tn_buf_free(&c->ok);
     }
     if (c->in.len) {
         c->up += c->in.len;
-        if (flush_side(e, c, 1) < 0) return;
+        if (tn_flush_side(e, c, 1) < 0) return;
     }
     if (c->c_eof && c->in.len == 0 && !c->u_shut) {
         shutdown(c->ufd, SHUT_WR);
         c->u_shut = 1;
     }
-    update(e, c);
+    tn_update(e, c);
 }
 
 /* -- event dispatch -- */
-void resume_listeners(Engine *e) {
+void tn_resume_listeners(Engine *e) {
     for (int i = 0; i < e->nlisteners; i++) {
         listener_t *l = &e->listeners[i];
         if (!l->open || !l->paused) continue;
@@ -157,7 +157,7 @@ void resume_listeners(Engine *e) {
     }
 }
 
-void on_accept(Engine *e, listener_t *l) {
+void tn_on_accept(Engine *e, listener_t *l) {
     for (int i = 0; i < 64; i++) {
         struct sockaddr_storage sa;
         socklen_t sl = sizeof sa;
@@ -173,7 +173,7 @@ void on_accept(Engine *e, listener_t *l) {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        conn_t *c = conn_new(e, fd);
+        conn_t *c = tn_conn_new(e, fd);
         if (!c) {
             close(fd);
             return;
@@ -189,17 +189,17 @@ void on_accept(Engine *e, listener_t *l) {
             c->cfamily = AF_INET;
             memcpy(c->caddr, &((struct sockaddr_in *)&sa)->sin_addr, 4);
         }
-        if (add_fd(e, c, 0, EPOLLIN) < 0) {
+        if (tn_add_fd(e, c, 0, EPOLLIN) < 0) {
             close(fd);
             c->cfd = -1;
-            conn_release(e, c);
+            tn_conn_release(e, c);
             continue;
         }
-        read_handshake(e, c); /* the client usually sent its first bytes already */
+        tn_read_handshake(e, c); /* the client usually sent its first bytes already */
     }
 }
 
-void on_connected(Engine *e, conn_t *c, uint32_t ev) {
+void tn_on_connected(Engine *e, conn_t *c, uint32_t ev) {
     int err = 0;
     if (ev & (EPOLLERR | EPOLLHUP)) { /* writable without an error means connected: no syscall then */
         socklen_t len = sizeof err;
@@ -214,38 +214,38 @@ void on_connected(Engine *e, conn_t *c, uint32_t ev) {
         c->ufd = -1;
         c->umask = 0;
         c->state = S_WAIT;
-        push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, err, 0));
-        update(e, c);
+        tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, err, 0));
+        tn_update(e, c);
         return;
     }
-    start_relay(e, c);
+    tn_start_relay(e, c);
 }
 
 /* A relay socket is ready: ``up_side`` says which one. */
-void relay_event(Engine *e, conn_t *c, int up_side, uint32_t ev) {
+void tn_relay_event(Engine *e, conn_t *c, int up_side, uint32_t ev) {
     uint8_t *eof = up_side ? &c->u_eof : &c->c_eof;
     buf_t *to_this = up_side ? &c->in : &c->out;    /* queued for this socket */
     buf_t *from_this = up_side ? &c->out : &c->in;  /* read from it, queued for the other */
     if (ev & EPOLLERR) { /* reset: whatever is queued cannot be delivered */
-        conn_close(e, c, WHY_DONE);
+        tn_conn_close(e, c, WHY_DONE);
         return;
     }
-    if ((ev & EPOLLOUT) && to_this->len && flush_side(e, c, up_side) < 0) return;
-    if ((ev & (EPOLLIN | EPOLLHUP)) && !*eof && from_this->len == 0 && pump(e, c, !up_side) < 0) return;
+    if ((ev & EPOLLOUT) && to_this->len && tn_flush_side(e, c, up_side) < 0) return;
+    if ((ev & (EPOLLIN | EPOLLHUP)) && !*eof && from_this->len == 0 && tn_pump(e, c, !up_side) < 0) return;
     if (ev & EPOLLHUP) { /* both directions of this socket are shut */
         if (to_this->len) {
-            conn_close(e, c, WHY_DONE);
+            tn_conn_close(e, c, WHY_DONE);
             return;
         }
-        if (*eof || from_this->len) park(e, c, up_side);
+        if (*eof || from_this->len) tn_park(e, c, up_side);
     }
-    update(e, c);
+    tn_update(e, c);
 }
 
-void on_event(Engine *e, uint64_t data, uint32_t ev) {
+void tn_on_event(Engine *e, uint64_t data, uint32_t ev) {
     uint32_t side = (uint32_t)(data & 3u), index = (uint32_t)(data >> 2);
     if (side == SIDE_LISTENER) {
-        if ((int)index < e->nlisteners && e->listeners[index].open) on_accept(e, &e->listeners[index]);
+        if ((int)index < e->nlisteners && e->listeners[index].open) tn_on_accept(e, &e->listeners[index]);
         return;
     }
     if (index >= e->nslots) return;
@@ -253,35 +253,35 @@ void on_event(Engine *e, uint64_t data, uint32_t ev) {
     if (!c || c->state == S_DEAD) return;
     if (side == SIDE_UP) {
         if (c->state == S_CONNECTING) {
-            on_connected(e, c, ev);
+            tn_on_connected(e, c, ev);
             return;
         }
-        if (c->state == S_RELAY) relay_event(e, c, 1, ev);
+        if (c->state == S_RELAY) tn_relay_event(e, c, 1, ev);
         return;
     }
     switch (c->state) {
     case S_RELAY:
-        relay_event(e, c, 0, ev);
+        tn_relay_event(e, c, 0, ev);
         return;
     case S_CLOSING:
         if (ev & (EPOLLERR | EPOLLHUP)) {
-            conn_close(e, c, WHY_REFUSED);
+            tn_conn_close(e, c, WHY_REFUSED);
             return;
         }
-        if (flush_side(e, c, 0) < 0) return;
-        update(e, c);
+        if (tn_flush_side(e, c, 0) < 0) return;
+        tn_update(e, c);
         return;
     default:
-        if ((ev & EPOLLOUT) && c->out.len && flush_side(e, c, 0) < 0) return;
+        if ((ev & EPOLLOUT) && c->out.len && tn_flush_side(e, c, 0) < 0) return;
         if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
             if (c->c_eof) { /* waiting on Python after the client's EOF: nothing more to read */
-                if (ev & (EPOLLHUP | EPOLLERR)) conn_close(e, c, WHY_GONE);
-                else update(e, c);
+                if (ev & (EPOLLHUP | EPOLLERR)) tn_conn_close(e, c, WHY_GONE);
+                else tn_update(e, c);
                 return;
             }
-            read_handshake(e, c);
+            tn_read_handshake(e, c);
         } else {
-            update(e, c);
+            tn_update(e, c);
         }
     }
 }

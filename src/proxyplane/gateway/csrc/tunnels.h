@@ -82,44 +82,44 @@ typedef struct {
 } Engine;
 
 /* conn.c */
-double mono_now(void);
-int buf_reserve(buf_t *b, size_t extra);
-int buf_append(buf_t *b, const char *data, size_t n);
-void buf_consume(buf_t *b, size_t n);
-void buf_free(buf_t *b);
-void push(Engine *e, PyObject *ev);
-PyObject *client_ip(conn_t *c);
-void set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask);
-void park(Engine *e, conn_t *c, int up_side);
-int add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask);
-conn_t *conn_new(Engine *e, int fd);
-conn_t *conn_get(Engine *e, unsigned long long id);
-void conn_release(Engine *e, conn_t *c);
-void reap(Engine *e);
-void conn_close(Engine *e, conn_t *c, int why);
-void handoff(Engine *e, conn_t *c, int kind);
-int client_write(Engine *e, conn_t *c, const char *data, size_t n);
-void socks_fail(Engine *e, conn_t *c, int rep, int why);
+double tn_mono_now(void);
+int tn_buf_reserve(buf_t *b, size_t extra);
+int tn_buf_append(buf_t *b, const char *data, size_t n);
+void tn_buf_consume(buf_t *b, size_t n);
+void tn_buf_free(buf_t *b);
+void tn_push(Engine *e, PyObject *ev);
+PyObject *tn_client_ip(conn_t *c);
+void tn_set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask);
+void tn_park(Engine *e, conn_t *c, int up_side);
+int tn_add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask);
+conn_t *tn_conn_new(Engine *e, int fd);
+conn_t *tn_conn_get(Engine *e, unsigned long long id);
+void tn_conn_release(Engine *e, conn_t *c);
+void tn_reap(Engine *e);
+void tn_conn_close(Engine *e, conn_t *c, int why);
+void tn_handoff(Engine *e, conn_t *c, int kind);
+int tn_client_write(Engine *e, conn_t *c, const char *data, size_t n);
+void tn_socks_fail(Engine *e, conn_t *c, int rep, int why);
 
 /* relay.c */
-void update(Engine *e, conn_t *c);
-int flush_side(Engine *e, conn_t *c, int to_up);
-int pump(Engine *e, conn_t *c, int from_client);
-void start_relay(Engine *e, conn_t *c);
+void tn_update(Engine *e, conn_t *c);
+int tn_flush_side(Engine *e, conn_t *c, int to_up);
+int tn_pump(Engine *e, conn_t *c, int from_client);
+void tn_start_relay(Engine *e, conn_t *c);
 
 /* handshake.c */
-void read_handshake(Engine *e, conn_t *c);
-void advance(Engine *e, conn_t *c);
+void tn_read_handshake(Engine *e, conn_t *c);
+void tn_advance(Engine *e, conn_t *c);
 
 /* relay.c */
-void on_accept(Engine *e, listener_t *l);
-void resume_listeners(Engine *e);
-void on_connected(Engine *e, conn_t *c, uint32_t ev);
-void relay_event(Engine *e, conn_t *c, int up_side, uint32_t ev);
-void on_event(Engine *e, uint64_t data, uint32_t ev);
+void tn_on_accept(Engine *e, listener_t *l);
+void tn_resume_listeners(Engine *e);
+void tn_on_connected(Engine *e, conn_t *c, uint32_t ev);
+void tn_relay_event(Engine *e, conn_t *c, int up_side, uint32_t ev);
+void tn_on_event(Engine *e, uint64_t data, uint32_t ev);
 
 /* module.c */
-PyObject *take_pending(Engine *e);
+PyObject *tn_take_pending(Engine *e);
 PyObject *Engine_run(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_take(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_add_listener(Engine *e, PyObject *args);
@@ -127,7 +127,7 @@ PyObject *Engine_remove_listener(Engine *e, PyObject *args);
 
 /* actions.c */
 PyObject *Engine_send(Engine *e, PyObject *args);
-int parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len);
+int tn_parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len);
 PyObject *Engine_connect(Engine *e, PyObject *args);
 PyObject *Engine_detach(Engine *e, PyObject *args);
 PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg));
