@@ -87,15 +87,17 @@ int tn_pump(Engine *e, conn_t *c, int from_client) {
             continue;
         }
         if (n == 0) {
+            /* pass the EOF on, unless the other side ended too and nothing is queued: then both
+             * sockets are closed right away (tn_update) and a shutdown would be a wasted syscall */
             if (from_client) {
                 c->c_eof = 1;
-                if (c->in.len == 0 && !c->u_shut) {
+                if (c->in.len == 0 && !c->u_shut && !(c->u_eof && c->out.len == 0)) {
                     shutdown(c->ufd, SHUT_WR);
                     c->u_shut = 1;
                 }
             } else {
                 c->u_eof = 1;
-                if (c->out.len == 0 && !c->c_shut) {
+                if (c->out.len == 0 && !c->c_shut && !(c->c_eof && c->in.len == 0)) {
                     shutdown(c->cfd, SHUT_WR);
                     c->c_shut = 1;
                 }
@@ -171,8 +173,7 @@ void tn_on_accept(Engine *e, listener_t *l) {
             }
             return;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* TCP_NODELAY comes from the listening socket (Linux copies it to accepted sockets) */
         conn_t *c = tn_conn_new(e, fd);
         if (!c) {
             close(fd);
