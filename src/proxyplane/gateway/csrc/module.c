@@ -109,7 +109,7 @@ PyObject *Engine_stats(Engine *e, PyObject *Py_UNUSED(arg)) {
 
 int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
     static char *names[] = {"max_head", "buffer_size", "timeout_reply", NULL};
-    Py_ssize_t max_head = 16384, size = 65536;
+    Py_ssize_t max_head = 16384, size = 262144;
     PyObject *timeout_reply = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|nnS", names, &max_head, &size, &timeout_reply)) return -1;
     if (max_head < 16 || size < 1024) {
