@@ -89,7 +89,9 @@ class AccessTable:
         rotating: dict[str, ServiceEntry] = {}
         wl_static: dict[tuple[str, str], ServiceEntry] = {}
         wl_rotating: dict[str, ServiceEntry] = {}
-        for entry in sorted(self._by_id.values(), key=lambda e: e.service_id):
+        # active entries first: a suspended or expired service never shadows a live one sharing its
+        # whitelisted client IP (or login); among equals the lowest service_id wins (decisions: Gateway 4)
+        for entry in sorted(self._by_id.values(), key=lambda e: (not e.active, e.service_id)):
             if entry.kind == "static":
                 for ip in entry.exit_ips:
                     static_by_ip.setdefault(ip, []).append(entry)
