@@ -16,16 +16,13 @@ from .access import AuthError, Grant, authenticate
 from .context import Context
 from .protocol.errors import ProtocolError
 from .protocol.http_proxy import (
-    CONNECT_ESTABLISHED,
     ConnectRequest,
     Credentials,
     EndOfRequest,
     ForwardRequest,
     HttpRequestParser,
-    ResponseFramer,
-    auth_required,
-    build_reply,
 )
+from .protocol.http_response import CONNECT_ESTABLISHED, ResponseFramer, auth_required, build_reply
 from .protocol.username import UsernameError
 from .relay import Relay, RelayEnd
 from .routing import RoutingError

@@ -29,14 +29,8 @@ from .access import AuthError, Grant, authenticate
 from .destinations import BlockedDestination
 from .protocol import socks5
 from .protocol.errors import ProtocolError
-from .protocol.http_proxy import (
-    CONNECT_ESTABLISHED,
-    MAX_HEAD,
-    ConnectRequest,
-    HttpRequestParser,
-    auth_required,
-    build_reply,
-)
+from .protocol.http_proxy import MAX_HEAD, ConnectRequest, HttpRequestParser
+from .protocol.http_response import CONNECT_ESTABLISHED, auth_required, build_reply
 from .protocol.username import UsernameError
 from .routing import RoutingError
 from .upstream import UpstreamError, literal_family, timeout_error, upstream_error

@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxyplane.gateway.protocol.errors import ProtocolError
-from proxyplane.gateway.protocol.http_proxy import HttpRequestParser, ResponseFramer
+from proxyplane.gateway.protocol.http_proxy import HttpRequestParser
+from proxyplane.gateway.protocol.http_response import ResponseFramer
 from proxyplane.gateway.protocol.socks5 import USERPASS, MethodsOffered, Socks5Parser, UserPass
 from proxyplane.gateway.protocol.udp import parse_udp_datagram
 from proxyplane.gateway.protocol.username import parse_username

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxyplane.gateway.protocol import http_proxy
+from proxyplane.gateway.protocol import http_proxy, http_response
 from proxyplane.gateway.protocol.errors import ProtocolError
 from proxyplane.gateway.protocol.http_proxy import (
     BodyData,
@@ -16,8 +16,8 @@ from proxyplane.gateway.protocol.http_proxy import (
     EndOfRequest,
     ForwardRequest,
     HttpRequestParser,
-    ResponseFramer,
 )
+from proxyplane.gateway.protocol.http_response import ResponseFramer
 
 AUTH = b"Proxy-Authorization: Basic " + base64.b64encode(b"carol:pw")
 
@@ -148,7 +148,7 @@ def _framed(method: bytes, feeds: list[bytes]) -> tuple[object, ...]:
 @given(st.sampled_from([b"GET", b"HEAD"]), pieces, st.integers(min_value=1, max_value=9))
 def test_response_framing_is_the_same_however_split_and_cached(method, parts, size):
     data = b"HTTP/1.1 200 OK\r\n" + b"".join(parts)
-    http_proxy._RESPONSE_CACHE.clear()
+    http_response._RESPONSE_CACHE.clear()
     whole = _framed(method, [data])
     assert _framed(method, [data]) == whole
     split = _framed(method, [data[i : i + size] for i in range(0, len(data), size)])

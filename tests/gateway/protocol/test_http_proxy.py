@@ -10,10 +10,8 @@ from proxyplane.gateway.protocol.http_proxy import (
     EndOfRequest,
     ForwardRequest,
     HttpRequestParser,
-    ResponseFramer,
-    auth_required,
-    build_reply,
 )
+from proxyplane.gateway.protocol.http_response import ResponseFramer, auth_required, build_reply
 
 
 def auth(login: str, password: str) -> bytes:
