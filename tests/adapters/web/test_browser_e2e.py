@@ -94,7 +94,35 @@ def origin_url() -> Iterator[str]:
     server.server_close()
 
 
+def stored_usage(database_url: str, service_id: str) -> list[tuple[str, str, int]]:
+    """(minute, host, requests) rows of usage_minutes for the service, read straight from the store."""
+    import uuid
+
+    from sqlalchemy import select
+
+    from proxyplane.storage.engine import Database
+    from proxyplane.storage.models.gateway import UsageMinute
+
+    async def read() -> list[tuple[str, str, int]]:
+        db = Database(database_url)
+        try:
+            async with db.unit_of_work() as uow:
+                result = await uow.session.execute(
+                    select(UsageMinute.minute, UsageMinute.host, UsageMinute.requests).where(
+                        UsageMinute.service_id == uuid.UUID(service_id)))
+                return [(m.isoformat(), h, r) for m, h, r in result.all()]
+        finally:
+            await db.dispose()
+
+    out: list[list[tuple[str, str, int]]] = []
+    reading = threading.Thread(target=lambda: out.append(asyncio.run(read())))
+    reading.start()
+    reading.join()
+    return out[0]
+
+
 def test_buy_fetch_through_proxy_see_usage_cancel(
+    database_url: str,
     browser: Any,  # noqa: F811
     gateway_url: str,
     shots: Path,  # noqa: F811
@@ -153,7 +181,10 @@ def test_buy_fetch_through_proxy_see_usage_cancel(
         page.wait_for_timeout(250)
     page.screenshot(path=str(shots / "service-usage.png"), full_page=True)
     if int(page.inner_text("#usage-requests")) < 3:
+        shown = page.inner_text("#usage-requests")
         context.close()
-        pytest.xfail("known gap: the node's usage rows reach usage_minutes but the service page shows 0")
+        rows = stored_usage(database_url, service_url.rsplit("/", 1)[1])
+        # what is stored tells where to look next: rows with the requests = the page/window; none = metering
+        pytest.xfail(f"known gap: the service page shows {shown} requests; usage_minutes holds {rows}")
     assert "127.0.0.1" in page.inner_text("#destinations")
     context.close()
