@@ -182,9 +182,13 @@ def test_buy_fetch_through_proxy_see_usage_cancel(
     page.screenshot(path=str(shots / "service-usage.png"), full_page=True)
     if int(page.inner_text("#usage-requests")) < 3:
         shown = page.inner_text("#usage-requests")
-        context.close()
         rows = stored_usage(database_url, service_url.rsplit("/", 1)[1])
-        # what is stored tells where to look next: rows with the requests = the page/window; none = metering
-        pytest.xfail(f"known gap: the service page shows {shown} requests; usage_minutes holds {rows}")
+        page.goto(f"{service_url}?window=1h#usage")
+        again = page.inner_text("#usage-requests")
+        context.close()
+        # where to look next: no rows = metering/flush; rows and a reload that shows them = the flush came
+        # late (after ~40 page loads); rows but still 0 on the reload = the page's query
+        pytest.xfail(f"known gap: the service page showed {shown} requests; usage_minutes then held {rows}; "
+                     f"a reload showed {again}")
     assert "127.0.0.1" in page.inner_text("#destinations")
     context.close()
