@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
-from .access import AuthError, Grant, authenticate
+from .access import Grant
+from .admission import http_credentials
 from .context import Context
 from .protocol.errors import ProtocolError
 from .protocol.http_proxy import (
@@ -22,8 +23,7 @@ from .protocol.http_proxy import (
     ForwardRequest,
     HttpRequestParser,
 )
-from .protocol.http_response import CONNECT_ESTABLISHED, ResponseFramer, auth_required, build_reply
-from .protocol.username import UsernameError
+from .protocol.http_response import CONNECT_ESTABLISHED, ResponseFramer, build_reply
 from .relay import Relay, RelayEnd
 from .routing import RoutingError
 from .upstream import Connector, UpstreamError, literal_family, open_connection
@@ -262,21 +262,9 @@ class HttpProxyConnection(asyncio.Protocol):
 
     def authorize(self, auth: Credentials | None, host: str) -> Grant | None:
         ctx = self.ctx
-        try:
-            if auth is None:
-                grant = authenticate(ctx.access, self.static_ip, self.client_ip, None, None)
-            else:
-                grant = authenticate(ctx.access, self.static_ip, "", auth.login, auth.password)
-        except UsernameError as exc:
-            ctx.error(None, host, "username")
-            self.reply_and_close(auth_required(str(exc)))
-            return None
-        except AuthError as exc:
-            ctx.error(None, host, exc.reason)
-            if exc.reason == "inactive":
-                self.reply_and_close(build_reply(403, str(exc)))
-            else:
-                self.reply_and_close(auth_required(str(exc)))
+        grant = http_credentials(ctx, self.static_ip, self.client_ip if auth is None else "", auth, host)
+        if isinstance(grant, bytes):  # the refusal
+            self.reply_and_close(grant)
             return None
         service = grant.service
         if service.service_id != self.service_id:

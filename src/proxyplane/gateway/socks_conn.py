@@ -7,13 +7,13 @@ import socket
 from typing import cast
 
 from .access import AuthError, Grant, authenticate
+from .admission import SocksRefusal, socks_admit
 from .context import Context
 from .metering import Flow
 from .protocol import socks5
 from .protocol.errors import ProtocolError
 from .protocol.udp import build_udp_datagram, parse_udp_datagram
 from .relay import Relay, RelayEnd
-from .routing import RoutingError
 from .upstream import Connector, UpstreamError, literal_family
 
 
@@ -126,25 +126,11 @@ class Socks5Connection(asyncio.Protocol):
         self.end_handshake()
         grant = self.grant
         assert grant is not None
-        service = grant.service
-        sid = service.service_id
-        current = self.ctx.access.get(sid)
-        if current is None or not current.active:
-            self.refuse(socks5.REP_NOT_ALLOWED, "inactive", None, req.host)
-            return
-        if req.command == socks5.CMD_UDP_ASSOCIATE and not service.udp_allowed:
-            self.refuse(socks5.REP_NOT_ALLOWED, "udp_not_allowed", sid, "")
-            return
-        family = literal_family(req.host) if req.command == socks5.CMD_CONNECT else None
+        sid = grant.service.service_id
         try:
-            exit_ip = self.ctx.router.choose(grant, self.static_ip, family)
-        except RoutingError as exc:
-            rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
-                socks5.REP_NETWORK_UNREACHABLE
-            self.refuse(rep, exc.reason, sid, req.host)
-            return
-        if not self.ctx.limiter.acquire(sid, service.max_connections):
-            self.refuse(socks5.REP_NOT_ALLOWED, "limit", sid, req.host)
+            exit_ip = socks_admit(self.ctx, grant, self.static_ip, req.command, req.host)
+        except SocksRefusal as refusal:
+            self.refuse(refusal.rep, refusal.reason, refusal.service_id, refusal.host)
             return
         self.slot = sid
         assert self.transport is not None

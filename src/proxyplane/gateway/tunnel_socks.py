@@ -4,21 +4,17 @@ RFC 1929 credentials and the request, with the same calls, replies and error cat
 
 from __future__ import annotations
 
-import re
 import socket
 from typing import TYPE_CHECKING
 
 from .access import AuthError, authenticate
+from .admission import SocksRefusal, socks_admit
 from .protocol import socks5
 from .protocol.errors import ProtocolError
-from .routing import RoutingError
 from .tunnels import Tunnel, socks_reply
-from .upstream import literal_family
 
 if TYPE_CHECKING:
     from .tunnels import TunnelEngine
-
-_DOMAIN_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,254})")
 
 
 def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str) -> None:
@@ -65,27 +61,18 @@ def on_request(engine: TunnelEngine, cid: int, command: int, atyp: int, host: st
     grant = rec.grant
     sid = grant.service.service_id
     if isinstance(host, bytes):
-        name = host.decode("ascii", "replace")
-        if not host.isascii() or not _DOMAIN_RE.fullmatch(name):
+        try:
+            host = socks5.domain_name(host)
+        except ProtocolError:
             refuse(engine, cid, socks5.REP_HOST_UNREACHABLE, "protocol", sid, "")
             return
-        host = name
     if command == socks5.CMD_UDP_ASSOCIATE:
         hand_over_udp(engine, cid, rec, socks5.SocksRequest(command, host, port, atyp))
         return
-    current = ctx.access.get(sid)
-    if current is None or not current.active:
-        refuse(engine, cid, socks5.REP_NOT_ALLOWED, "inactive", None, host)
-        return
     try:
-        exit_ip = ctx.router.choose(grant, rec.static_ip, literal_family(host))
-    except RoutingError as exc:
-        rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
-            socks5.REP_NETWORK_UNREACHABLE
-        refuse(engine, cid, rep, exc.reason, sid, host)
-        return
-    if not ctx.limiter.acquire(sid, grant.service.max_connections):
-        refuse(engine, cid, socks5.REP_NOT_ALLOWED, "limit", sid, host)
+        exit_ip = socks_admit(ctx, grant, rec.static_ip, command, host)
+    except SocksRefusal as refusal:
+        refuse(engine, cid, refusal.rep, refusal.reason, refusal.service_id, refusal.host)
         return
     rec.slot, rec.host, rec.port, rec.exit_ip = sid, host, port, exit_ip
     rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)

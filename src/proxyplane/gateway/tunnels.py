@@ -25,15 +25,15 @@ import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .access import AuthError, Grant, authenticate
+from .access import Grant
+from .admission import http_credentials
 from .destinations import BlockedDestination
 from .protocol import socks5
 from .protocol.errors import ProtocolError
 from .protocol.http_proxy import MAX_HEAD, ConnectRequest, HttpRequestParser
-from .protocol.http_response import CONNECT_ESTABLISHED, auth_required, build_reply
-from .protocol.username import UsernameError
+from .protocol.http_response import CONNECT_ESTABLISHED, build_reply
 from .routing import RoutingError
-from .upstream import UpstreamError, literal_family, timeout_error, upstream_error
+from .upstream import UpstreamError, literal_family, resolve, timeout_error, upstream_error
 
 if TYPE_CHECKING:
     from .context import Context
@@ -289,20 +289,9 @@ class TunnelEngine:
             return
         host = req.host
         static_ip = self.static_ip(tag)
-        auth = req.auth
-        try:
-            if auth is None:
-                grant = authenticate(ctx.access, static_ip, client_ip, None, None)
-            else:
-                grant = authenticate(ctx.access, static_ip, "", auth.login, auth.password)
-        except UsernameError as exc:
-            ctx.error(None, host, "username")
-            self.reply_close(cid, auth_required(str(exc)))
-            return
-        except AuthError as exc:
-            ctx.error(None, host, exc.reason)
-            self.reply_close(cid, build_reply(403, str(exc)) if exc.reason == "inactive"
-                             else auth_required(str(exc)))
+        grant = http_credentials(ctx, static_ip, client_ip, req.auth, host)
+        if isinstance(grant, bytes):  # the refusal
+            self.reply_close(cid, grant)
             return
         service = grant.service
         sid = service.service_id
@@ -338,15 +327,9 @@ class TunnelEngine:
     async def resolve_and_open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
         host, port = rec.host, rec.port
         assert self.loop is not None
-        family = socket.AF_INET6 if ":" in rec.exit_ip else socket.AF_INET
         try:
             async with asyncio.timeout(self.ctx.settings.connect_timeout):
-                infos = await self.loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
-            if not infos:
-                raise socket.gaierror("no address")
-            address = str(infos[0][4][0])
-            if not self.ctx.destinations.allowed(address):  # checked on the address connected to
-                raise BlockedDestination(address)
+                address = await resolve(self.loop, rec.exit_ip, host, port, self.ctx.destinations)
         except TimeoutError:
             self.upstream_failed(cid, rec, timeout_error(host, port))
             self.drain()

@@ -55,16 +55,24 @@ def timeout_error(host: str, port: int) -> UpstreamError:
     return UpstreamError(f"timeout connecting to {host}:{port}", 504, 4, "timeout")
 
 
-async def _resolve_and_connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str,
-                               host: str, port: int, policy: DestinationPolicy
-                               ) -> tuple[asyncio.BaseTransport, P]:
+async def resolve(loop: asyncio.AbstractEventLoop, exit_ip: str, host: str, port: int,
+                  policy: DestinationPolicy) -> str:
+    """The address to connect to for a DNS name, in the exit IP's family; socket.gaierror when there is
+    none, BlockedDestination when the policy refuses it (checked on the address, the one connected to)."""
     family = socket.AF_INET6 if ":" in exit_ip else socket.AF_INET
     infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
     if not infos:
         raise socket.gaierror("no address")
     address = str(infos[0][4][0])
-    if not policy.allowed(address):  # checked on the resolved address (the one connected to)
+    if not policy.allowed(address):
         raise BlockedDestination(address)
+    return address
+
+
+async def _resolve_and_connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str,
+                               host: str, port: int, policy: DestinationPolicy
+                               ) -> tuple[asyncio.BaseTransport, P]:
+    address = await resolve(loop, exit_ip, host, port, policy)
     # TCP_NODELAY is set by asyncio and uvloop on every TCP transport already
     return await loop.create_connection(factory, address, port, local_addr=(exit_ip, 0))
 

@@ -65,6 +65,18 @@ Event = MethodsOffered | UserPass | SocksRequest
 _GREETING, _WAIT_METHOD, _AUTH, _WAIT_AUTH, _REQUEST, _WAIT_REPLY, _DONE = range(7)
 
 
+def domain_name(raw: bytes) -> str:
+    """A request's DOMAINNAME bytes → the name; ProtocolError (reply: host unreachable) when it is not a
+    plain ASCII host name."""
+    try:
+        host = raw.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("non-ASCII domain name", reply=REP_HOST_UNREACHABLE) from exc
+    if not _DOMAIN_RE.fullmatch(host):
+        raise ProtocolError("bad domain name", reply=REP_HOST_UNREACHABLE)
+    return host
+
+
 def decode_address(data: bytes, pos: int) -> tuple[str, int, int, int] | None:
     """ATYP + address + port at ``pos`` → (host, port, atyp, end) or None when more bytes are needed."""
     if len(data) <= pos:
@@ -87,12 +99,7 @@ def decode_address(data: bytes, pos: int) -> tuple[str, int, int, int] | None:
         end = pos + 2 + length
         if len(data) < end + 2:
             return None
-        try:
-            host = data[pos + 2 : end].decode("ascii")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError("non-ASCII domain name", reply=REP_HOST_UNREACHABLE) from exc
-        if not _DOMAIN_RE.fullmatch(host):
-            raise ProtocolError("bad domain name", reply=REP_HOST_UNREACHABLE)
+        host = domain_name(data[pos + 2 : end])
     else:
         raise ProtocolError(f"address type {atyp} not supported", reply=REP_ADDRESS_TYPE_NOT_SUPPORTED)
     port = int.from_bytes(data[end : end + 2], "big")

@@ -1,0 +1,64 @@
+"""Who may open what: the checks both tunnel paths make (the Python protocol classes and the C engine's
+decisions in ``tunnels.py`` / ``tunnel_socks.py``), kept in one place so both answer alike."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .access import AuthError, Grant, authenticate
+from .protocol import socks5
+from .protocol.http_proxy import Credentials
+from .protocol.http_response import auth_required, build_reply
+from .protocol.username import UsernameError
+from .routing import RoutingError
+from .upstream import literal_family
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: Credentials | None,
+                     host: str) -> Grant | bytes:
+    """The grant for an HTTP request's credentials (or, without any, the client IP's whitelist entry);
+    else the refusing reply (407, or 403 for an inactive service), the error counted."""
+    try:
+        if auth is None:
+            return authenticate(ctx.access, static_ip, client_ip, None, None)
+        return authenticate(ctx.access, static_ip, "", auth.login, auth.password)
+    except UsernameError as exc:
+        ctx.error(None, host, "username")
+        return auth_required(str(exc))
+    except AuthError as exc:
+        ctx.error(None, host, exc.reason)
+        return build_reply(403, str(exc)) if exc.reason == "inactive" else auth_required(str(exc))
+
+
+class SocksRefusal(Exception):
+    """A SOCKS5 request refused: the reply code, the error category, and whom/what to count it for."""
+
+    def __init__(self, rep: int, reason: str, service_id: str | None, host: str) -> None:
+        super().__init__(reason)
+        self.rep, self.reason, self.service_id, self.host = rep, reason, service_id, host
+
+
+def socks_admit(ctx: Context, grant: Grant, static_ip: str | None, command: int, host: str) -> str:
+    """The exit IP for a SOCKS5 CONNECT / UDP ASSOCIATE, with the service's connection slot taken;
+    SocksRefusal (nothing taken) when the service is no longer active, UDP is not allowed, no exit IP
+    fits or the connection limit is reached."""
+    service = grant.service
+    sid = service.service_id
+    current = ctx.access.get(sid)
+    if current is None or not current.active:
+        raise SocksRefusal(socks5.REP_NOT_ALLOWED, "inactive", None, host)
+    if command == socks5.CMD_UDP_ASSOCIATE and not service.udp_allowed:
+        raise SocksRefusal(socks5.REP_NOT_ALLOWED, "udp_not_allowed", sid, "")
+    family = literal_family(host) if command == socks5.CMD_CONNECT else None
+    try:
+        exit_ip = ctx.router.choose(grant, static_ip, family)
+    except RoutingError as exc:
+        rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
+            socks5.REP_NETWORK_UNREACHABLE
+        raise SocksRefusal(rep, exc.reason, sid, host) from exc
+    if not ctx.limiter.acquire(sid, service.max_connections):
+        raise SocksRefusal(socks5.REP_NOT_ALLOWED, "limit", sid, host)
+    return exit_ip
