@@ -22,8 +22,16 @@ start)
   rm -rf "$DATA"; mkdir -p "$DATA"
   [ "$(id -u)" = 0 ] && chown postgres "$DATA"
   as_pg "$BIN/initdb" -D "$DATA" -U postgres -A trust --no-sync >/dev/null
-  as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $DATA -c fsync=off -c max_connections=200" start >/dev/null
+  # the port may be taken right now (it lies in the ephemeral range: any outgoing connection can hold
+  # it): then the next ones are tried
+  for attempt in 0 1 2 3 4 5 6 7 8 9; do
+    port=$((PGPORT + attempt * 7))
+    if as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $DATA -c fsync=off -c max_connections=200" start >/dev/null 2>&1; then
+      PGPORT=$port; break
+    fi
+    [ "$attempt" = 9 ] && { tail -5 "$DATA/server.log" >&2; exit 1; }
+  done
   as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres proxyplane_test
   echo "postgresql://postgres@127.0.0.1:$PGPORT/proxyplane_test"
   ;;
