@@ -113,3 +113,29 @@ async def test_catalog_product_purchase_returns_its_invoice(
         made["invoiceId"],
         0,
     )
+
+
+async def test_paid_update_list_charges_the_refresh_price(
+    client: httpx.AsyncClient, platform: Platform, account: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The free refresh of the window used, update_list charges the wallet (it is declared as spending
+    money: it used to answer 500 from the undeclared-spending guard)."""
+    monkeypatch.setenv("PROXYPLANE_LEGACY_UPDATE_LIST_SECONDS", "0")
+    await account.credit(10_000)
+    number = (await buy(client, account, (await static_product(platform, ips=2))[0]))["serviceId"]
+    key = await account.key()
+
+    async def balance() -> int:
+        r = await client.get("/api/v1/customer/wallet/balance", headers=bearer(key))
+        return int(r.json()["balance_cents"])
+
+    paid = await balance()
+    r = await client.put(f"/api/service/{number}", json={"update_list": "true"}, headers=auth(account))
+    assert (r.status_code, r.content) == (200, b'{"update_list":"IP list updated successfully"}')
+    assert await balance() == paid  # the window's free refresh
+    before = (await client.get(f"/api/iplist/http-ip/json/{number}", headers=auth(account))).json()
+    r = await client.put(f"/api/service/{number}", json={"update_list": "true"}, headers=auth(account))
+    assert (r.status_code, r.content) == (200, b'{"update_list":"IP list updated successfully"}')
+    after = (await client.get(f"/api/iplist/http-ip/json/{number}", headers=auth(account))).json()
+    assert len(after) == 2 and not set(after) & set(before)
+    assert 0 < paid - await balance()

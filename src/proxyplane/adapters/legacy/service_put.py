@@ -120,6 +120,7 @@ PUT = Operation(
     handler=put_service,
     input=PutService,
     scopes=frozenset({Scope.services_write, Scope.wallet_spend}),
-    effect=Effect.WRITE,
+    # update_list charges the refresh price once the free refresh of the window is used (issue 20)
+    effect=Effect.SPENDS_MONEY,
     mcp=False,
 )
