@@ -12,7 +12,9 @@ false, but `proxyplane serve` turns it on unless it is set: its demo traffic is 
 DENY_DESTINATIONS "default" (comma-separated networks customers may not reach through the proxy; the
 word "default" stands for the built-in private/link-local/metadata list of gateway/destinations.py, so
 "default,198.51.100.7/32" adds to it and "10.0.0.0/8" replaces it),
-LIMIT_REFRESH_SECONDS 1 (cross-node connection counts, see gateway/node_limits.py).
+LIMIT_REFRESH_SECONDS 1 (cross-node connection counts, see gateway/node_limits.py),
+STATIC_BIND "0.0.0.0,::" (the wildcard addresses the static ports listen on: one socket per port and
+address, the exit IP being the address the client dialed; a family the host lacks is skipped).
 A port set to -1 is not opened.
 """
 
@@ -41,6 +43,10 @@ class GatewaySettings(BaseSettings):
     deny_destinations: str = "default"
     limit_refresh_seconds: float = 1.0
     tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine when built (docs/decisions.md)
+    static_bind: str = "0.0.0.0,::"  # wildcard addresses of the static listeners (comma-separated)
+
+    def static_bind_addresses(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.static_bind.split(",") if part.strip())
 
     @field_validator("host")
     @classmethod

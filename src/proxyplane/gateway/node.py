@@ -100,6 +100,7 @@ class GatewayNode:
             static_http_port=port_or_none(settings.static_http_port),
             static_https_port=port_or_none(settings.static_https_port),
             static_socks_port=port_or_none(settings.static_socks_port),
+            static_bind=settings.static_bind_addresses(),
             ssl_context=tls,
             flush_interval=settings.usage_flush_seconds,
         )
@@ -130,18 +131,11 @@ class GatewayNode:
         for kind in ("http", "https", "socks"):
             if kind in self.gateway._gateway_servers:
                 lines.append(f"rotating {kind:5} {host}:{self.gateway.gateway_port(kind)}")
-        ips = self.gateway.static_ips()
-        cfg = self.gateway.config
-        for kind, port in (
-            ("http", cfg.static_http_port),
-            ("https", cfg.static_https_port),
-            ("socks", cfg.static_socks_port),
-        ):
-            if port is not None:
-                lines.append(
-                    f"static   {kind:5} port {port} on {len(ips)} exit IP(s)"
-                    + (f" ({ips[0]} .. {ips[-1]})" if ips else "")
-                )
+        count = len(self.gateway.ctx.access.listen_ips())
+        for host, kinds in self.gateway.static_listeners().items():
+            for kind in kinds:
+                port = self.gateway.static_port("::" if ":" in host else "0.0.0.0", kind)
+                lines.append(f"static   {kind:5} {host}:{port} for {count} exit IP(s)")
         return lines
 
     async def close(self) -> None:

@@ -1,5 +1,13 @@
-"""The gateway process: listeners for static services (on each exit IP) and for rotating services (on the
-gateway address), plus the background jobs (usage flush, pool and idle sweeps)."""
+"""The gateway process: listeners for static services and for rotating services (on the gateway address),
+plus the background jobs (usage flush, pool and idle sweeps).
+
+Static services are served by ONE listening socket per static port and address family, bound to a wildcard
+address (``static_bind``): the exit IP of a connection is the local address the client dialed (the accepted
+socket's ``getsockname``), so a node serving a million exit IPs holds a handful of listening sockets. Every
+listener sets SO_REUSEADDR and SO_REUSEPORT: worker processes share the ports, and Linux delivers a
+connection to the most specific bound address, so the rotating gateway on e.g. 127.0.0.1:1080 and the static
+wildcard 0.0.0.0:1080 coexist. A connection to a local address that is no static service's exit IP finds
+no service (407 / SOCKS5 authentication refused, like unknown credentials)."""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ import ssl
 import time
 from dataclasses import dataclass
 
-from .access import AccessProvider, AccessTable
+from .access import AccessProvider
 from .context import Context, Settings
 from .destinations import DestinationPolicy
 from .http_conn import HttpProxyConnection
@@ -31,7 +39,9 @@ class GatewayConfig:
     gateway_http_port: int | None = None
     gateway_https_port: int | None = None
     gateway_socks_port: int | None = None
-    # static services: these ports on every exit IP of every static service
+    # static services: these ports on every exit IP of every static service (one wildcard listener per
+    # port and address in static_bind; an address whose family the host lacks is skipped with a warning)
+    static_bind: tuple[str, ...] = ("0.0.0.0", "::")
     static_http_port: int | None = None
     static_https_port: int | None = None
     static_socks_port: int | None = None
@@ -55,8 +65,6 @@ class Gateway:
         self._static_servers: dict[str, dict[str, asyncio.Server | Listener]] = {}
         self.tunnels: TunnelEngine | None = None  # the C tunnel engine, when built and enabled
         self._jobs: list[asyncio.Task[None]] = []
-        self._sync_lock = asyncio.Lock()
-        self._sync_pending = False
 
     @property
     def access(self) -> AccessProvider:
@@ -100,7 +108,7 @@ class Gateway:
             def factory() -> asyncio.Protocol:
                 return HttpProxyConnection(ctx, static, tls is not None)
         return await loop.create_server(factory, host, port, ssl=tls, backlog=self.config.backlog,
-                                        reuse_address=True)
+                                        reuse_address=True, reuse_port=True)
 
     async def start(self) -> None:
         cfg = self.config
@@ -110,9 +118,7 @@ class Gateway:
         if cfg.gateway_host is not None:
             for kind, port in _ports(cfg.gateway_http_port, cfg.gateway_https_port, cfg.gateway_socks_port):
                 self._gateway_servers[kind] = await self._listen(cfg.gateway_host, port, kind, False)
-        await self.sync_static_listeners()
-        if isinstance(self.ctx.access, AccessTable):
-            self.ctx.access.on_change(self._schedule_sync)
+        await self.open_static_listeners()
         self._jobs.append(asyncio.ensure_future(self._sweeper()))
         if self.sink is not None:
             self._jobs.append(asyncio.ensure_future(self.ctx.meter.run(self.sink, cfg.flush_interval)))
@@ -122,39 +128,37 @@ class Gateway:
         return int(self._gateway_servers[kind].sockets[0].getsockname()[1])
 
     def static_port(self, ip: str, kind: str) -> int:
-        """The bound port of a static listener on ``ip``."""
-        return int(self._static_servers[ip][kind].sockets[0].getsockname()[1])
+        """The bound port of the static listener that serves exit IP ``ip`` (the wildcard listener of
+        its address family)."""
+        v6 = ":" in ip
+        for host, servers in self._static_servers.items():
+            if (":" in host) == v6 and kind in servers:
+                return int(servers[kind].sockets[0].getsockname()[1])
+        raise KeyError(f"no static {kind} listener for {ip}")
 
-    def _schedule_sync(self) -> None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        if not self._sync_pending:
-            self._sync_pending = True
-            self._jobs.append(asyncio.ensure_future(self.sync_static_listeners()))
-
-    async def sync_static_listeners(self) -> None:
-        """Open the static ports on IPs that gained a static service, close them on IPs that lost all."""
-        async with self._sync_lock:
-            self._sync_pending = False
-            cfg = self.config
-            ports = _ports(cfg.static_http_port, cfg.static_https_port, cfg.static_socks_port)
-            wanted = self.ctx.access.listen_ips() if ports else set()
-            for ip in set(self._static_servers) - wanted:
-                for server in self._static_servers.pop(ip).values():
-                    server.close()
-            for ip in sorted(wanted - set(self._static_servers)):
-                servers = {}
+    async def open_static_listeners(self) -> None:
+        """One listener per static port on each wildcard address of ``static_bind`` (whatever the number
+        of exit IPs); an address the host cannot bind (no IPv6) is skipped with a warning."""
+        cfg = self.config
+        ports = _ports(cfg.static_http_port, cfg.static_https_port, cfg.static_socks_port)
+        for host in cfg.static_bind if ports else ():
+            servers: dict[str, asyncio.Server | Listener] = {}
+            for kind, port in ports:
                 try:
-                    for kind, port in ports:
-                        servers[kind] = await self._listen(ip, port, kind, True)
-                except OSError:
-                    log.exception("cannot listen on %s", ip)
-                self._static_servers[ip] = servers
+                    servers[kind] = await self._listen(host, port, kind, True)
+                except OSError as exc:
+                    log.warning("static %s listener on %s port %s not opened: %s", kind, host, port, exc)
+            if servers:
+                self._static_servers[host] = servers
+
+    def static_listeners(self) -> dict[str, list[str]]:
+        """Bound address -> the kinds listening there (static listeners)."""
+        return {host: sorted(servers) for host, servers in self._static_servers.items()}
 
     def static_ips(self) -> list[str]:
-        return sorted(self._static_servers)
+        """The exit IPs static services are served on (every IP of a static service in the access table,
+        while the static listeners are open)."""
+        return sorted(self.ctx.access.listen_ips()) if self._static_servers else []
 
     async def _sweeper(self) -> None:
         """Timeouts of every connection (handshake, connect, tunnel idle) at each ``sweep_interval``,

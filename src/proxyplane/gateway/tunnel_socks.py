@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from .tunnels import TunnelEngine
 
 
-def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str) -> None:
-    static_ip = engine.static_ip(tag)
+def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str, local_ip: str | None) -> None:
+    static_ip = engine.static_ip(tag, local_ip)
     try:
         grant = authenticate(engine.ctx.access, static_ip, client_ip, None, None)
     except AuthError as exc:
@@ -29,9 +29,10 @@ def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str) -> None:
     engine.reply_then_request(cid, bytes((socks5.VERSION, socks5.NO_AUTH)))
 
 
-def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, password_bytes: bytes) -> None:
+def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, password_bytes: bytes,
+            local_ip: str | None) -> None:
     ctx = engine.ctx
-    static_ip = engine.static_ip(tag)
+    static_ip = engine.static_ip(tag, local_ip)
     try:
         login, password = login_bytes.decode(), password_bytes.decode()
     except UnicodeDecodeError:

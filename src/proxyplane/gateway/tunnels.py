@@ -83,7 +83,9 @@ class Tunnel:
 
 
 class Listener:
-    """A listening socket served by the engine; looks like ``asyncio.Server`` to the gateway."""
+    """A listening socket served by the engine; looks like ``asyncio.Server`` to the gateway. A static
+    listener is bound to a wildcard address: the engine reports each connection's local address (the
+    exit IP the client dialed) with its events."""
 
     _tags = itertools.count(1)
 
@@ -139,9 +141,14 @@ class TunnelEngine:
         self.ctx.meter.add_source(self.pull_counts)
 
     def listen(self, host: str, port: int, kind: str, static: bool, backlog: int) -> Listener:
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        v6 = ":" in host
+        sock = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # workers share the ports; the most specific bound address wins (decisions: listeners)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if v6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
             sock.bind((host, port))
             sock.listen(backlog)
@@ -154,7 +161,7 @@ class TunnelEngine:
         listener = Listener(self, sock, static, host, code)
         self.listeners[listener.tag] = listener
         self.engine.add_listener(sock.fileno(), code, listener.tag,
-                                 code == _tunnels.KIND_HTTP and self.ctx.settings.sniff_socks_on_http)
+                                 code == _tunnels.KIND_HTTP and self.ctx.settings.sniff_socks_on_http, static)
         return listener
 
     # -- the event loop side --
@@ -222,13 +229,14 @@ class TunnelEngine:
         assert _tunnels is not None
         self.engine.send(cid, data, _tunnels.NEXT_REQUEST)
 
-    def static_ip(self, tag: int) -> str | None:
-        """The listen IP of a static listener, None for the rotating gateway; ListenerClosed when the
-        connection's listener was closed meanwhile (its service went away)."""
+    def static_ip(self, tag: int, local_ip: str | None) -> str | None:
+        """The exit IP of a connection on a static listener (the local address the client dialed, as
+        the engine reported it), None for the rotating gateway; ListenerClosed when the connection's
+        listener was closed meanwhile."""
         listener = self.listeners.get(tag)
         if listener is None:
             raise ListenerClosed(tag)
-        return listener.ip if listener.static else None
+        return local_ip if listener.static else None
 
     # -- handed over to the Python protocols --
     def on_handoff(self, tag: int, fd: int, data: bytes, kind: int) -> None:
@@ -279,7 +287,7 @@ class TunnelEngine:
             self.connect_cache[head] = req
         return req
 
-    def on_connect(self, cid: int, tag: int, head: bytes, client_ip: str) -> None:
+    def on_connect(self, cid: int, tag: int, head: bytes, client_ip: str, local_ip: str | None) -> None:
         ctx = self.ctx
         try:
             req = self.parse_connect(head)
@@ -288,7 +296,7 @@ class TunnelEngine:
             self.reply_close(cid, build_reply(exc.status, str(exc)))
             return
         host = req.host
-        static_ip = self.static_ip(tag)
+        static_ip = self.static_ip(tag, local_ip)
         grant = http_credentials(ctx, static_ip, client_ip, req.auth, host)
         if isinstance(grant, bytes):  # the refusal
             self.reply_close(cid, grant)

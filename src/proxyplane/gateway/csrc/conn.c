@@ -57,6 +57,14 @@ PyObject *tn_client_ip(conn_t *c) {
     return PyUnicode_FromString(text);
 }
 
+/* The local address the client dialed (getsockname at accept, static listeners), else None. */
+PyObject *tn_local_ip(conn_t *c) {
+    char text[INET6_ADDRSTRLEN];
+    if (!c->lfamily) Py_RETURN_NONE;
+    if (!inet_ntop(c->lfamily, c->laddr, text, sizeof text)) Py_RETURN_NONE;
+    return PyUnicode_FromString(text);
+}
+
 /* -- epoll bookkeeping -- */
 void tn_set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask) {
     uint32_t *cur = up_side ? &c->umask : &c->cmask;

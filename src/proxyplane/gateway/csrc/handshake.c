@@ -67,8 +67,8 @@ void tn_advance(Engine *e, conn_t *c) {
                 return;
             }
             PyObject *head = PyBytes_FromStringAndSize((char *)p, (Py_ssize_t)idx);
-            tn_push(e, Py_BuildValue("(iKiNN)", EV_CONNECT, (unsigned long long)c->id, c->tag, head,
-                                  tn_client_ip(c)));
+            tn_push(e, Py_BuildValue("(iKiNNN)", EV_CONNECT, (unsigned long long)c->id, c->tag, head,
+                                     tn_client_ip(c), tn_local_ip(c)));
             tn_buf_consume(&c->in, idx + 4);
             c->state = S_WAIT;
             return;
@@ -92,8 +92,8 @@ void tn_advance(Engine *e, conn_t *c) {
                 continue;
             }
             if (noauth) {
-                tn_push(e, Py_BuildValue("(iKiN)", EV_SOCKS_NOAUTH, (unsigned long long)c->id, c->tag,
-                                      tn_client_ip(c)));
+                tn_push(e, Py_BuildValue("(iKiNN)", EV_SOCKS_NOAUTH, (unsigned long long)c->id, c->tag,
+                                         tn_client_ip(c), tn_local_ip(c)));
                 c->state = S_WAIT;
                 return;
             }
@@ -113,8 +113,8 @@ void tn_advance(Engine *e, conn_t *c) {
             if (n < 3 + ulen + plen) return;
             PyObject *login = PyBytes_FromStringAndSize((char *)p + 2, (Py_ssize_t)ulen);
             PyObject *password = PyBytes_FromStringAndSize((char *)p + 3 + ulen, (Py_ssize_t)plen);
-            tn_push(e, Py_BuildValue("(iKiNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
-                                  password));
+            tn_push(e, Py_BuildValue("(iKiNNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
+                                     password, tn_local_ip(c)));
             tn_buf_consume(&c->in, 3 + ulen + plen);
             c->state = S_WAIT;
             return;

@@ -15,9 +15,10 @@
  *
  * Events (tuples, first item the kind):
  *   (HANDOFF, tag, fd, data, kind)         the connection is Python's now (fd + bytes read so far)
- *   (CONNECT, id, tag, head, client_ip)    a CONNECT head (without the final CRLFCRLF)
- *   (SOCKS_NOAUTH, id, tag, client_ip)     greeting offered no-auth only: whitelist decision
- *   (SOCKS_AUTH, id, tag, login, password) RFC 1929 credentials (bytes)
+ *   (CONNECT, id, tag, head, client_ip, local_ip)  a CONNECT head (without the final CRLFCRLF)
+ *   (SOCKS_NOAUTH, id, tag, client_ip, local_ip)   greeting offered no-auth only: whitelist decision
+ *   (SOCKS_AUTH, id, tag, login, password, local_ip)  RFC 1929 credentials (bytes)
+ * local_ip: the address the client dialed on a `local` (wildcard, static) listener, else None.
  *   (SOCKS_REQUEST, id, cmd, atyp, host, port)  host: str for IP literals, bytes for a domain name
  *   (CONNECT_FAILED, id, errno, timed_out) the upstream connect failed; Python replies
  *   (CLOSED, id, up, down, why, kind)      the connection ended (once per id, unless detached)
@@ -61,8 +62,8 @@ PyObject *Engine_take(Engine *e, PyObject *Py_UNUSED(arg)) {
 PyObject *Engine_fileno(Engine *e, PyObject *Py_UNUSED(arg)) { return PyLong_FromLong(e->epfd); }
 
 PyObject *Engine_add_listener(Engine *e, PyObject *args) {
-    int fd, kind, tag, sniff;
-    if (!PyArg_ParseTuple(args, "iiip", &fd, &kind, &tag, &sniff)) return NULL;
+    int fd, kind, tag, sniff, local = 0;
+    if (!PyArg_ParseTuple(args, "iiip|p", &fd, &kind, &tag, &sniff, &local)) return NULL;
     int index = 0;
     while (index < e->nlisteners && e->listeners[index].open) index++; /* reuse a closed entry */
     if (index == e->nlisteners) {
@@ -71,7 +72,7 @@ PyObject *Engine_add_listener(Engine *e, PyObject *args) {
         e->listeners = ls;
         e->nlisteners++;
     }
-    e->listeners[index] = (listener_t){fd, kind, tag, sniff, 1, 0};
+    e->listeners[index] = (listener_t){fd, kind, tag, sniff, 1, 0, local};
     struct epoll_event ev;
     ev.events = EPOLLIN;
     ev.data.u64 = ((uint64_t)index << 2) | SIDE_LISTENER;
@@ -168,7 +169,7 @@ static PyMethodDef Engine_methods[] = {
     {"run", (PyCFunction)Engine_run, METH_NOARGS, "Process ready sockets; the events (or None)."},
     {"take", (PyCFunction)Engine_take, METH_NOARGS, "Events queued by send/connect/sweep (or None)."},
     {"fileno", (PyCFunction)Engine_fileno, METH_NOARGS, "The epoll fd (readable when run() has work)."},
-    {"add_listener", (PyCFunction)Engine_add_listener, METH_VARARGS, "add_listener(fd, kind, tag, sniff)"},
+    {"add_listener", (PyCFunction)Engine_add_listener, METH_VARARGS, "add_listener(fd, kind, tag, sniff, local=False)"},
     {"remove_listener", (PyCFunction)Engine_remove_listener, METH_VARARGS, "remove_listener(fd)"},
     {"send", (PyCFunction)Engine_send, METH_VARARGS, "send(id, data, next)"},
     {"connect", (PyCFunction)Engine_connect, METH_VARARGS, "connect(id, ip, port, bind_ip, ok_reply)"},

@@ -190,6 +190,19 @@ void tn_on_accept(Engine *e, listener_t *l) {
             c->cfamily = AF_INET;
             memcpy(c->caddr, &((struct sockaddr_in *)&sa)->sin_addr, 4);
         }
+        if (l->local) { /* a wildcard listener: the address the client dialed is the exit IP */
+            struct sockaddr_storage la;
+            socklen_t ll = sizeof la;
+            if (getsockname(fd, (struct sockaddr *)&la, &ll) == 0) {
+                if (la.ss_family == AF_INET6) {
+                    c->lfamily = AF_INET6;
+                    memcpy(c->laddr, &((struct sockaddr_in6 *)&la)->sin6_addr, 16);
+                } else if (la.ss_family == AF_INET) {
+                    c->lfamily = AF_INET;
+                    memcpy(c->laddr, &((struct sockaddr_in *)&la)->sin_addr, 4);
+                }
+            }
+        }
         if (tn_add_fd(e, c, 0, EPOLLIN) < 0) {
             close(fd);
             c->cfd = -1;

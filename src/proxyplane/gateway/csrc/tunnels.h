@@ -48,6 +48,8 @@ typedef struct conn {
     int tag;
     int cfamily;
     unsigned char caddr[16];
+    int lfamily;             /* the local address the client dialed (static listeners only; 0: none) */
+    unsigned char laddr[16];
     buf_t in;  /* client -> upstream: handshake bytes, then bytes not yet written upstream */
     buf_t out; /* -> client: replies and upstream bytes not yet written to the client */
     buf_t ok;  /* the reply to send when the upstream connect succeeds (HTTP CONNECT) */
@@ -58,6 +60,7 @@ typedef struct conn {
 
 typedef struct {
     int fd, kind, tag, sniff, open, paused; /* paused: out of epoll after EMFILE & co, back at a sweep */
+    int local; /* a wildcard (static) listener: each accepted socket's local address is its exit IP */
 } listener_t;
 
 typedef struct {
@@ -89,6 +92,7 @@ void tn_buf_consume(buf_t *b, size_t n);
 void tn_buf_free(buf_t *b);
 void tn_push(Engine *e, PyObject *ev);
 PyObject *tn_client_ip(conn_t *c);
+PyObject *tn_local_ip(conn_t *c);
 void tn_set_mask(Engine *e, conn_t *c, int up_side, uint32_t mask);
 void tn_park(Engine *e, conn_t *c, int up_side);
 int tn_add_fd(Engine *e, conn_t *c, int up_side, uint32_t mask);
