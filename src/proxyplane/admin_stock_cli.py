@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 import uuid
+from collections.abc import Iterable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from proxyplane.cli import admin, admin_call, echo_json, fail
 from proxyplane.domains.pricing import pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
 from proxyplane.domains.services.service import expire_due
+from proxyplane.domains.stock import bulk
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.seed import seed_demo
 from proxyplane.storage.models import CatalogProduct
@@ -26,6 +30,25 @@ def stock_group() -> None:
     """Exit-IP pools: import, add a range, retire, summary, demo seed."""
 
 
+def run_import(
+    pool: str, rows: Iterable[bulk.Row], total: int, capacity: int | None, port: int | None
+) -> None:
+    """Import rows in one transaction; a progress bar on stderr when it is a terminal."""
+
+    async def go(session: Any, _: Any) -> Any:
+        with ExitStack() as stack:
+            progress = None
+            if sys.stderr.isatty() and total >= bulk.CHUNK:
+                bar = stack.enter_context(click.progressbar(length=total, label="importing", file=sys.stderr))
+                progress = bar.update
+            result = await bulk.import_rows(
+                session, pool, rows, capacity=capacity, port=port, progress=progress
+            )
+        return {"added": result.added, "skipped": result.skipped}
+
+    echo_json(admin_call(go))
+
+
 @stock_group.command("import")
 @click.option("--pool", type=POOLS, required=True)
 @click.option("--file", "path", type=click.Path(exists=True, dir_okay=False), required=True)
@@ -33,20 +56,12 @@ def stock_group() -> None:
 @click.option("--port", type=int, default=None)
 def stock_import(pool: str, path: str, capacity: int | None, port: int | None) -> None:
     """Import IPs from a file: one `IP MAXMIND_COUNTRY [RIPE_COUNTRY]` per line (# comments)."""
-    lines = []
-    for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
-        parts = raw.split("#", 1)[0].replace(",", " ").split()
-        if not parts:
-            continue
-        if len(parts) not in (2, 3):
-            fail(f"line {n}: expected `IP COUNTRY [RIPE_COUNTRY]`")
-        lines.append(stock.StockLine(parts[0], parts[1], parts[2] if len(parts) == 3 else parts[1]))
-
-    async def go(session: Any, _: Any) -> Any:
-        added, skipped = await stock.add_ips(session, pool, lines, capacity=capacity, port=port)
-        return {"added": added, "skipped": skipped}
-
-    echo_json(admin_call(go))
+    lines = Path(path).read_text().splitlines()
+    try:
+        rows = list(bulk.file_rows(lines))  # every line checked before anything is written
+    except ValueError as exc:
+        fail(str(exc))
+    run_import(pool, rows, len(rows), capacity, port)
 
 
 @stock_group.command("add-range")
@@ -60,13 +75,12 @@ def stock_add_range(
     pool: str, spec: str, country: str, ripe_country: str | None, capacity: int | None, port: int | None
 ) -> None:
     """Add every address of a range to a pool."""
-
-    async def go(session: Any, _: Any) -> Any:
-        lines = [stock.StockLine(a, country, ripe_country or country) for a in stock.expand_range(spec)]
-        added, skipped = await stock.add_ips(session, pool, lines, capacity=capacity, port=port)
-        return {"added": added, "skipped": skipped}
-
-    echo_json(admin_call(go))
+    try:
+        first, last = bulk.range_bounds(spec)
+        rows = bulk.range_rows(first, last, country, ripe_country or country)
+    except ValueError as exc:
+        fail(str(exc))
+    run_import(pool, rows, last - first + 1, capacity, port)
 
 
 @stock_group.command("retire")

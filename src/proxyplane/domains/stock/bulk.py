@@ -1,0 +1,191 @@
+"""Bulk stock import: ranges and files of exit IPs, set-based, tens of thousands of IPs per second.
+
+The rows of an import go in chunks of CHUNK to a temporary staging table (PostgreSQL: COPY through
+asyncpg's `copy_records_to_table`; SQLite: one `executemany`), and each chunk is applied with two
+set-based statements: reactivate the retired IPs of the chunk that no service holds any more, then
+`INSERT ... SELECT ... ON CONFLICT (address) DO NOTHING` the rest. Duplicates are found by the unique
+index on `stock_ips.address` (O(chunk log stock), never a scan of the stock) and, inside one import,
+by a set of the addresses seen. So the statement count of an import is bounded by its chunk count,
+whatever the stock holds; everything runs in the caller's transaction (services never commit).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.domains.stock.countries import normalize_country
+from proxyplane.domains.stock.service import DEFAULT_CAPACITY, check_pool
+from proxyplane.storage.types import UTCDateTime
+
+CHUNK = 25_000
+MAX_RANGE = 1 << 24  # one range (a /8) at most; a /16 per pool is the usual size
+STAGING = "pp_stock_staging"
+
+Row = tuple[str, str, str]  # (address, country per MaxMind, country per RIPE)
+Progress = Callable[[int], None]  # called with the number of input rows handled since the last call
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    added: int  # new rows plus retired, unheld IPs reactivated in the pool
+    skipped: int  # already in stock (live or held), or repeated in the input
+    statements: int  # SQL statements and COPYs run (bounded by the chunk count)
+
+
+@lru_cache(maxsize=512)
+def country(code: str) -> str:
+    return normalize_country(code)
+
+
+def parse_ipv4(value: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(value.strip()))
+    except ValueError as exc:
+        raise ValueError(f"not an IPv4 address: {value!r}") from exc
+
+
+def range_bounds(spec: str) -> tuple[int, int]:
+    """(first, last) address as integers of `127.0.1.0/24` (the usable hosts of the network, or every
+    address of a /31 or /32) or `127.0.1.10-127.0.1.20` (inclusive)."""
+    spec = spec.strip()
+    if "-" in spec:
+        lo, hi = (int(ipaddress.IPv4Address(p.strip())) for p in spec.split("-", 1))
+        if hi < lo:
+            raise ValueError(f"empty range {spec!r}")
+    else:
+        net = ipaddress.IPv4Network(spec, strict=False)
+        lo, hi = int(net.network_address), int(net.broadcast_address)
+        if net.prefixlen < 31:
+            lo, hi = lo + 1, hi - 1
+    if hi - lo + 1 > MAX_RANGE:
+        raise ValueError(f"a range may hold at most {MAX_RANGE} addresses")
+    return lo, hi
+
+
+def dotted(n: int) -> str:
+    return f"{n >> 24}.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
+
+
+def range_rows(first: int, last: int, country_maxmind: str, country_ripe: str) -> Iterator[Row]:
+    mm, ripe = country(country_maxmind), country(country_ripe)
+    return ((dotted(n), mm, ripe) for n in range(first, last + 1))
+
+
+def file_rows(lines: Iterable[str]) -> Iterator[Row]:
+    """`IP MAXMIND_COUNTRY [RIPE_COUNTRY]` per line (`,` also separates; `#` starts a comment)."""
+    for n, raw in enumerate(lines, 1):
+        parts = raw.split("#", 1)[0].replace(",", " ").split()
+        if not parts:
+            continue
+        if len(parts) not in (2, 3):
+            raise ValueError(f"line {n}: expected `IP COUNTRY [RIPE_COUNTRY]`")
+        try:
+            mm = country(parts[1])
+            yield parse_ipv4(parts[0]), mm, country(parts[2]) if len(parts) == 3 else mm
+        except ValueError as exc:
+            raise ValueError(f"line {n}: {exc}") from None
+
+
+def _capacity(product_kind: str, capacity: int | None) -> int:
+    check_pool(product_kind)
+    cap = DEFAULT_CAPACITY[product_kind] if capacity is None else capacity
+    if product_kind == "proxy_personal":
+        cap = 1  # dedicated: exactly one service
+    if cap < 1:
+        raise ValueError("capacity must be at least 1")
+    return cap
+
+
+def _chunks(rows: Iterable[Row], seen: set[str]) -> Iterator[tuple[list[Row], int]]:
+    """(new distinct rows, input rows consumed) per chunk."""
+    chunk: list[Row] = []
+    consumed = 0
+    for row in rows:
+        consumed += 1
+        if row[0] in seen:
+            continue
+        seen.add(row[0])
+        chunk.append(row)
+        if len(chunk) == CHUNK:
+            yield chunk, consumed
+            chunk, consumed = [], 0
+    if chunk or consumed:
+        yield chunk, consumed
+
+
+async def _stage(conn: AsyncConnection, postgres: bool, chunk: list[Row]) -> None:
+    if postgres:
+        raw = await conn.get_raw_connection()
+        driver: Any = raw.driver_connection
+        await driver.copy_records_to_table(
+            STAGING, records=chunk, columns=["address", "country_maxmind", "country_ripe"]
+        )
+    else:
+        await conn.exec_driver_sql(f"INSERT INTO {STAGING} VALUES (?, ?, ?)", chunk)
+
+
+REACTIVATE = f"""
+UPDATE stock_ips SET retired_at = NULL, product_kind = :pool, capacity = :cap, port = :port,
+    country_maxmind = t.country_maxmind, country_ripe = t.country_ripe
+FROM {STAGING} t
+WHERE stock_ips.address = t.address AND stock_ips.retired_at IS NOT NULL AND stock_ips.assigned_count = 0
+"""
+
+INSERT = f"""
+INSERT INTO stock_ips (address, product_kind, country_maxmind, country_ripe, capacity, assigned_count,
+    port, created_at)
+SELECT t.address, :pool, t.country_maxmind, t.country_ripe, :cap, 0, :port, :now FROM {STAGING} t
+WHERE true
+ON CONFLICT (address) DO NOTHING
+"""
+
+
+async def import_rows(
+    session: AsyncSession,
+    product_kind: str,
+    rows: Iterable[Row],
+    *,
+    capacity: int | None = None,
+    port: int | None = None,
+    reactivate: bool = True,
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Add IPs to a pool in the session's transaction. Rows must hold normalized addresses and
+    countries (`range_rows`, `file_rows`). A retired IP that no service holds is reactivated in the
+    given pool (counted as added) when `reactivate`; any other address already in stock is skipped."""
+    cap = _capacity(product_kind, capacity)
+    conn = await session.connection()
+    postgres = conn.dialect.name == "postgresql"
+    params = {"pool": product_kind, "cap": cap, "port": port}
+    insert = text(INSERT).bindparams(bindparam("now", utcnow(), type_=UTCDateTime()))
+    temp = "TEMPORARY TABLE" if postgres else "TEMP TABLE"
+    await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {STAGING}")
+    await conn.exec_driver_sql(
+        f"CREATE {temp} {STAGING} (address VARCHAR(45) NOT NULL, country_maxmind VARCHAR(2) NOT NULL, "
+        "country_ripe VARCHAR(2) NOT NULL)"
+    )
+    statements, added, skipped = 2, 0, 0
+    seen: set[str] = set()
+    for chunk, consumed in _chunks(rows, seen):
+        skipped += consumed - len(chunk)  # repeated in the input
+        if chunk:
+            await _stage(conn, postgres, chunk)
+            back = (await conn.execute(text(REACTIVATE), params)).rowcount if reactivate else 0
+            new = (await conn.execute(insert, params)).rowcount
+            await conn.exec_driver_sql(f"DELETE FROM {STAGING}")
+            statements += 4 if reactivate else 3
+            added += back + new
+            skipped += len(chunk) - back - new
+        if progress is not None:
+            progress(consumed)
+    # on an error the caller's rollback drops the table with everything else
+    await conn.exec_driver_sql(f"DROP TABLE {STAGING}")
+    return ImportResult(added=added, skipped=skipped, statements=statements + 1)
