@@ -1,5 +1,6 @@
-"""`proxyplane gateway`: a gateway node on its own against the shared store; and the gateway part that
-`proxyplane serve` runs inside the API process (with the in-process change fast path)."""
+"""`proxyplane gateway`: a gateway node on its own against the shared store, as N worker processes under
+a supervisor (gateway/workers.py); and the gateway part that `proxyplane serve` runs inside the API
+process (one in-process node, with the in-process change fast path)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator
+
+import click
 
 from proxyplane.cli import main
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.core.settings import get_settings
 from proxyplane.gateway.node import GatewayNode
+from proxyplane.gateway.node_limits import NodeCounts
+from proxyplane.gateway.workers import HostShared, Supervisor, default_workers
 from proxyplane.platform import Platform
 
 
@@ -37,18 +43,42 @@ async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
         await node.close()
 
 
-async def run_node() -> None:
+def as_worker(node: GatewayNode, shared: HostShared, worker: int) -> None:
+    """Make a (not yet started) node worker ``worker`` of its host: connection counts and sticky
+    sessions in the host's shared memory, the store row of connection counts per host."""
+    limiter, router = shared.limiter(worker), shared.router()
+    node.router = node.sticky.router = node.gateway.ctx.router = router
+    node.gateway.ctx.limiter = limiter
+    node.counts = NodeCounts(
+        node.db, limiter, node.sticky.node_id, interval=node.settings.limit_refresh_seconds
+    )
+
+
+async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: bool = True) -> None:
     from proxyplane.storage.engine import Database
     from proxyplane.storage.migrate import upgrade
 
     settings = get_settings()
     url = settings.resolved_database_url()
-    await upgrade(url)
+    if migrate:
+        await upgrade(url)
     db = Database(url)
-    node = GatewayNode(db, SecretBox(settings.resolved_secret_key()), GatewaySettings(), home=settings.home)
+    node_id = f"{shared.host_id}-w{worker}" if shared is not None else None
+    node = GatewayNode(
+        db, SecretBox(settings.resolved_secret_key()), GatewaySettings(), home=settings.home, node_id=node_id
+    )
+    if shared is not None:
+        as_worker(node, shared, worker)
     await node.start()
-    print(f"gateway node {node.sticky.node_id} on {url.split('://')[0]}", flush=True)
-    for line in node.listeners():
+    if shared is None:
+        print(f"gateway node {node.sticky.node_id} on {url.split('://')[0]}", flush=True)
+    else:
+        print(
+            f"gateway worker {worker}/{shared.workers} pid {os.getpid()} host {shared.host_id} "
+            f"node {node.sticky.node_id} on {url.split('://')[0]}",
+            flush=True,
+        )
+    for line in node.listeners() if worker == 0 else ():
         print(f"  {line}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -61,11 +91,40 @@ async def run_node() -> None:
         await db.dispose()
 
 
+def run_workers(workers: int) -> int:
+    """Migrate once, then supervise ``workers`` forked workers sharing the host's memory."""
+    from proxyplane.storage.migrate import upgrade
+
+    settings = get_settings()
+    asyncio.run(upgrade(settings.resolved_database_url()))
+    if threading.active_count() > 1:  # forking copies no threads: nothing may run in one now
+        raise RuntimeError("threads running before the workers fork")
+    shared = HostShared(workers)
+    settings.home.mkdir(parents=True, exist_ok=True)
+
+    def worker(index: int) -> None:
+        asyncio.run(run_node(shared, index, migrate=False))
+
+    return Supervisor(shared, worker, status_path=settings.home / "gateway-workers.json").run()
+
+
 @main.command()
-def gateway() -> None:
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Worker processes on the same ports (default: the number of CPUs); 0: one process.",
+)
+def gateway(workers: int | None) -> None:
     """Run a gateway node on its own against the shared store (PROXYPLANE_DATABASE_URL; PostgreSQL when
-    scaled out). Ports: PROXYPLANE_GATEWAY_* (see proxyplane.core.gateway_settings); loopback only."""
+    scaled out), as N worker processes under a supervisor that restarts them (status:
+    PROXYPLANE_HOME/gateway-workers.json). Ports: PROXYPLANE_GATEWAY_* (see
+    proxyplane.core.gateway_settings); loopback only."""
     from proxyplane.gateway.server import install_uvloop
 
     install_uvloop()
-    asyncio.run(run_node())
+    count = default_workers() if workers is None else workers
+    if count <= 0:
+        asyncio.run(run_node())
+        return
+    raise SystemExit(run_workers(count))

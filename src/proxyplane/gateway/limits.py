@@ -1,7 +1,13 @@
 """Per-service concurrent-connection counting, shared by every listener of a gateway process; with
-``others`` (the other gateway nodes' counts, refreshed by node_limits.py) the limit holds across nodes."""
+``others`` (the other gateway nodes' counts, refreshed by node_limits.py) the limit holds across nodes.
+
+``WorkerLimiter`` is the same for one worker of a multi-process host (``proxyplane gateway --workers N``):
+its counts live in the host's shared table (shared_counts.SharedCounts), so the check-and-increment is
+exact across the host's workers; ``others`` are then the other hosts' counts."""
 
 from __future__ import annotations
+
+from .shared_counts import SharedCounts
 
 
 class ConnectionLimiter:
@@ -36,3 +42,37 @@ class ConnectionLimiter:
 
     def snapshot(self) -> dict[str, int]:
         return dict(self._counts)
+
+
+class WorkerLimiter(ConnectionLimiter):
+    """The limiter of worker ``worker`` of host ``host_id``: counts in the host's shared table. Its
+    ``snapshot``/``current`` are the host's (node_limits.py publishes them once per host, as the row
+    ``host_id``). Should the shared table be full, a service's connections are counted in this worker
+    alone (logged once; the limit then holds per worker, not per host)."""
+
+    def __init__(self, shared: SharedCounts, worker: int, host_id: str) -> None:
+        super().__init__()
+        self.shared, self.worker, self.host_id = shared, worker, host_id
+
+    def acquire(self, service_id: str, limit: int) -> bool:
+        others = self._others.get(service_id, 0)
+        if service_id not in self._counts:  # the usual case: the shared table decides
+            taken = self.shared.acquire(service_id, self.worker, limit, others)
+            if taken is not None:
+                return taken
+        return super().acquire(service_id, limit)  # overflow (table full): counted here
+
+    def release(self, service_id: str) -> None:
+        if service_id in self._counts:
+            super().release(service_id)
+        else:
+            self.shared.release(service_id, self.worker)
+
+    def current(self, service_id: str) -> int:
+        return self.shared.total(service_id) + self._counts.get(service_id, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        counts = self.shared.snapshot()
+        for service_id, n in self._counts.items():
+            counts[service_id] = counts.get(service_id, 0) + n
+        return counts

@@ -12,6 +12,10 @@ most what was free (never by more than (nodes - 1) x free slots); it corrects it
 (no new connection is admitted until the total is under the limit; open ones are not cut). A node that
 stops writing (crashed) stops counting after ``stale`` seconds; a node that closes deletes its row. Node
 clocks are assumed to agree within a second or so (NTP). Rows older than an hour are deleted.
+
+A host with several worker processes (limits.WorkerLimiter) is one node here: its workers count in one
+shared table (exact among them), worker 0 alone writes the host's totals as the row ``host_id``, and every
+worker reads the rows of the other hosts (not its own host's).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections
 
-from .limits import ConnectionLimiter
+from .limits import ConnectionLimiter, WorkerLimiter
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,9 @@ class NodeCounts:
         stale: float = 5.0,
     ) -> None:
         self.db, self.limiter, self.node_id = db, limiter, node_id
+        self.publish = True
+        if isinstance(limiter, WorkerLimiter):  # one row per host, written by its worker 0
+            self.node_id, self.publish = limiter.host_id, limiter.worker == 0
         self.interval, self.stale = interval, stale
         self._task: asyncio.Task[None] | None = None
         self._last_cleanup = 0.0
@@ -55,15 +62,18 @@ class NodeCounts:
     async def sync(self) -> None:
         """Publish this node's counts, then take the other live nodes' sums."""
         now = utcnow()
-        counts = {sid: n for sid, n in self.limiter.snapshot().items() if n > 0}
-        insert = sqlite_insert if self.db.is_sqlite else pg_insert
-        stmt = insert(GatewayNodeConnections).values(node_id=self.node_id, counts=counts, updated_at=now)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["node_id"], set_={"counts": stmt.excluded.counts, "updated_at": now}
-        )
         fresh = now - timedelta(seconds=self.stale)
         async with self.db.unit_of_work(write=True) as uow:
-            await uow.session.execute(stmt)
+            if self.publish:
+                counts = {sid: n for sid, n in self.limiter.snapshot().items() if n > 0}
+                insert = sqlite_insert if self.db.is_sqlite else pg_insert
+                stmt = insert(GatewayNodeConnections).values(
+                    node_id=self.node_id, counts=counts, updated_at=now
+                )
+                stmt = stmt.on_conflict_do_update(
+                    index_elements=["node_id"], set_={"counts": stmt.excluded.counts, "updated_at": now}
+                )
+                await uow.session.execute(stmt)
             if asyncio.get_running_loop().time() - self._last_cleanup > 600.0:
                 self._last_cleanup = asyncio.get_running_loop().time()
                 old = now - timedelta(hours=1)
@@ -99,6 +109,8 @@ class NodeCounts:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+        if not self.publish:
+            return
         with contextlib.suppress(Exception):
             async with self.db.unit_of_work(write=True) as uow:
                 await uow.session.execute(

@@ -11,6 +11,11 @@ purge them and several gateway nodes agree on a sid's exit IP.
   session adopted from the API is not written back under the node's id (which would turn it into a
   node version that an older session on another node would beat). Rows that expired an hour ago are
   deleted now and then.
+
+The workers of one host (``proxyplane gateway --workers N``) are nodes to each other in the store (each
+its own writer id), and in addition share a table in memory (shared_sticky.SharedSticky): a new session
+is chosen under that table's lock, so a sid maps to one exit IP on the host at once, not after a sync;
+whatever a worker adopts, rotates or forgets goes into that table too.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from proxyplane.storage.models.gateway import StickySession as StickyRow
 
 from .access import ServiceEntry
 from .routing import Router, StickySession
+from .shared_sticky import SharedSticky, sticky_key
 
 log = logging.getLogger(__name__)
 API_WRITER = "api"  # proxyplane.domains.proxy.service.API_WRITER (the gateway does not import domains)
@@ -51,21 +57,54 @@ def _dt(value: float) -> datetime:
 class SharedRouter(Router):
     """A Router whose new/changed sticky sessions are collected for the store."""
 
-    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, clock: Callable[[], float] | None = None, shared: SharedSticky | None = None) -> None:
         super().__init__(clock or time.time)
         self.dirty: set[tuple[str, str]] = set()
+        self.shared = shared  # the host's table when this is one of several workers
 
     def _sticky(self, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None) -> str:
+        if self.shared is not None:
+            return self._shared_sticky(self.shared, entry, sid, pool, ttl_minutes)
         before = self._sessions.get(entry.service_id, {}).get(sid)
         ip = super()._sticky(entry, sid, pool, ttl_minutes)
         if self._sessions[entry.service_id][sid] is not before:
             self.dirty.add((entry.service_id, sid))
         return ip
 
+    def _shared_sticky(
+        self, shared: SharedSticky, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None
+    ) -> str:
+        """The host's session when it is live and its IP still in the pool; else a new one, written to
+        the shared table before it is used (check and choice under the table's lock)."""
+        now = self._clock()
+        sessions = self._sessions.setdefault(entry.service_id, {})
+        key = sticky_key(entry.service_id, sid)
+        with shared.lock:
+            found = shared.get(key, now)
+            if found is not None and found[0] in pool:
+                ip, started, expires = found
+                mine = sessions.get(sid)
+                if mine is None or (mine.exit_ip, mine.started, mine.expires) != found:
+                    sessions[sid] = StickySession(entry.service_id, sid, ip, started, expires)
+                return ip
+            ttl = ttl_minutes * 60 if ttl_minutes is not None else entry.sticky_ttl
+            ip = self._rng.choice(pool)
+            shared.put(key, ip, now, now + ttl, now)
+        sessions[sid] = StickySession(entry.service_id, sid, ip, now, now + ttl)
+        self.dirty.add((entry.service_id, sid))
+        return ip
+
+    def _share(self, session: StickySession) -> None:
+        if self.shared is not None:
+            key = sticky_key(session.service_id, session.sid)
+            with self.shared.lock:
+                self.shared.put(key, session.exit_ip, session.started, session.expires, self._clock())
+
     def rotate(self, service: ServiceEntry, sid: str) -> StickySession | None:
         session = super().rotate(service, sid)
         if session is not None:
             self.dirty.add((service.service_id, sid))
+            self._share(session)
         return session
 
     def session(self, service_id: str, sid: str) -> StickySession | None:
@@ -84,14 +123,22 @@ class SharedRouter(Router):
             return False
         if force:  # the API's version stands in the store as it is: nothing of ours to write
             self.dirty.discard((service_id, sid))
-        self._sessions.setdefault(service_id, {})[sid] = StickySession(
-            service_id, sid, exit_ip, started, expires
-        )
+        session = StickySession(service_id, sid, exit_ip, started, expires)
+        self._sessions.setdefault(service_id, {})[sid] = session
+        if self.shared is not None:
+            key = sticky_key(service_id, sid)
+            with self.shared.lock:  # between workers the same rule: the older live session stays
+                held = self.shared.get(key, now)
+                if force or held is None or held[1] >= started:
+                    self.shared.put(key, exit_ip, started, expires, now)
         return True
 
     def forget(self, service_id: str, sid: str) -> None:
         self._sessions.get(service_id, {}).pop(sid, None)
         self.dirty.discard((service_id, sid))
+        if self.shared is not None:
+            with self.shared.lock:
+                self.shared.delete(sticky_key(service_id, sid))
 
 
 class StickySync:
@@ -213,6 +260,8 @@ class StickySync:
             await uow.session.execute(delete(StickyRow).where(StickyRow.expires_at < cutoff))
             await uow.commit()
         self._applied = {k: v for k, v in self._applied.items() if v > cutoff}
+        if self.router.shared is not None:
+            self.router.shared.sweep(self.router._clock())
 
     async def sync(self) -> None:
         await self.flush()
