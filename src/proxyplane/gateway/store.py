@@ -1,195 +1,50 @@
 """The store-backed access table: load every servable service into the AccessTable and keep it current.
 
-Change detection (docs/decisions.md "Gateway"):
-- every change to what a service grants bumps ``services.updated_at`` in its transaction; each node polls
-  ``SELECT service_id, updated_at FROM services WHERE updated_at > :mark - OVERLAP`` every
-  ``poll_interval`` (0.25 s) and reloads the services whose ``updated_at`` differs from the one it holds.
-  The overlap window (5 s) covers transactions that commit after a newer marker was already seen and
-  small clock differences between API nodes;
-- a fingerprint of service_ips, service_whitelist, stock_ips and service_addons (row count + max id) is
-  checked on every poll too: a change not announced through ``updated_at`` triggers a full reload;
-- an active service whose term ends is switched off locally at its end time (no row changes then);
+Change detection (docs/decisions.md "Gateway change log (issue 14)"):
+- database triggers (migration 0012c) stamp a row of ``gateway_changes`` with a new sequence number for
+  every service whose rows change (services, IPs, whitelist, add-ons, proxy settings) and for every
+  rotating pool whose stock changes, whoever the writer is;
+- each node reads ``seq > :last`` every ``poll_interval`` (0.25 s): one indexed statement whatever the
+  size of the store (gateway/changes.py); on PostgreSQL a LISTEN connection wakes it at once;
+- only the changed services are re-read (their service row, IPs, whitelist, add-ons: store_load.py);
+  a changed pool is re-read in place;
+- an active service whose term ends is switched off locally at its end time (a heap of term ends: no
+  SQL, no scan of the table);
 - ``notify(service_id)`` is the in-process fast path (``platform.on("entitlements_changed")``);
-- a full reload runs every ``full_reload_interval`` (60 s) as a backstop.
+- a full reload runs every ``full_reload_interval`` (default 1 hour, was 60 s: it is O(everything)) as a
+  backstop, and when a node is more than ``max_incremental`` services behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import heapq
 import logging
 import uuid
-from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
-
-from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.security import SecretBox
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models import Service, ServiceIp, ServiceWhitelist, StockIp
-from proxyplane.storage.models.gateway import ProxySettings
 
 from .access import AccessTable, ServiceEntry
+from .changes import ChangeFeed, Listener
+from .store_load import (  # noqa: F401  (re-exported: callers import them from here)
+    LOADED_STATUSES,
+    Loaded,
+    Pools,
+    active_addons,
+    connection_limit,
+    exit_pool,
+    is_active,
+    load_entries,
+)
 
 log = logging.getLogger(__name__)
 
-LOADED_STATUSES = ("active", "suspended")  # suspended: known, refused with 403; others: not in the table
 STATIC_KINDS = ("proxy_datacenter", "proxy_isp", "proxy_personal")
-OVERLAP = timedelta(seconds=5)
-
-
-async def active_addons(
-    session: AsyncSession, ids: Iterable[uuid.UUID] | None
-) -> dict[uuid.UUID, dict[str, int]]:
-    """{service_id: {"udp": 0/1, "whitelist_slots": n, "connections": n}} from the add-on table (issue 5).
-    Read with plain SQL in a savepoint so that a database without that table simply has no add-ons."""
-    out: dict[uuid.UUID, dict[str, int]] = {}
-    try:
-        async with session.begin_nested():
-            rows = (
-                await session.execute(
-                    text(
-                        "SELECT service_id, kind, quantity, parameters FROM service_addons "
-                        "WHERE status = 'active'"
-                    )
-                )
-            ).all()
-    except Exception:  # noqa: BLE001  (no add-on table yet)
-        return out
-    wanted = None if ids is None else {str(i) for i in ids}
-    for service_id, kind, quantity, params in rows:
-        sid = service_id if isinstance(service_id, uuid.UUID) else uuid.UUID(str(service_id))
-        if wanted is not None and str(sid) not in wanted:
-            continue
-        params = json.loads(params) if isinstance(params, str) else dict(params or {})
-        grants = out.setdefault(sid, {"udp": 0, "whitelist_slots": 0, "connections": 0})
-        if kind == "udp":
-            grants["udp"] = 1
-        elif kind == "extra_whitelist_slots":
-            grants["whitelist_slots"] += int(params.get("whitelist_slots", quantity or 0))
-        elif kind == "extra_connections":
-            grants["connections"] += int(params.get("connections", quantity or 0))
-    return out
-
-
-def connection_limit(allowed: int, params: dict[str, Any]) -> int:
-    """The plan's allowance, or the customer's own lower limit (parameters["connection_limit"], set by
-    domains/connections)."""
-    own = params.get("connection_limit")
-    return allowed if own is None else min(allowed, int(own))
-
-
-def is_active(svc: Service, now: datetime) -> bool:
-    end = svc.current_period_end
-    return svc.status == "active" and (end is None or end > now)
-
-
-async def load_entries(
-    session: AsyncSession, box: SecretBox, ids: Iterable[uuid.UUID] | None = None
-) -> dict[uuid.UUID, tuple[ServiceEntry, Any]]:
-    """{service_id: (entry, current_period_end)} of the loaded statuses (all, or only ``ids``)."""
-    query = (
-        select(Service, ProxySettings)
-        .outerjoin(ProxySettings, ProxySettings.service_id == Service.service_id)
-        .where(Service.status.in_(LOADED_STATUSES))
-    )
-    id_list = None if ids is None else list(ids)
-    if id_list is not None:
-        if not id_list:
-            return {}
-        query = query.where(Service.service_id.in_(id_list))
-    rows = (await session.execute(query)).all()
-    sids = [svc.service_id for svc, _ in rows]
-    if not sids:
-        return {}
-    scope = None if id_list is None else sids
-    ip_q = (
-        select(ServiceIp.service_id, ServiceIp.address, ServiceIp.country)
-        .where(ServiceIp.released_at.is_(None))
-        .order_by(ServiceIp.id)
-    )
-    wl_q = select(ServiceWhitelist.service_id, ServiceWhitelist.ip)
-    if scope is not None:
-        ip_q = ip_q.where(ServiceIp.service_id.in_(scope))
-        wl_q = wl_q.where(ServiceWhitelist.service_id.in_(scope))
-    ips: dict[uuid.UUID, dict[str, str]] = {}
-    for service_id, address, country in (await session.execute(ip_q)).all():
-        ips.setdefault(service_id, {})[address] = (country or "").lower()
-    whitelist: dict[uuid.UUID, set[str]] = {}
-    for service_id, ip in (await session.execute(wl_q)).all():
-        whitelist.setdefault(service_id, set()).add(ip)
-    addons = await active_addons(session, scope)
-    pools: dict[tuple[str, str], dict[str, str]] = {}
-    now = utcnow()
-    out: dict[uuid.UUID, tuple[ServiceEntry, Any]] = {}
-    for svc, settings in rows:
-        params = dict(svc.parameters or {})
-        grants = addons.get(svc.service_id, {})
-        if svc.product_kind == "proxy_rotating":
-            key = (str(params.get("exit_pool", "proxy_datacenter")), svc.geo_source)
-            if key not in pools:
-                pools[key] = await exit_pool(session, *key)
-            exits, kind = pools[key], "rotating"
-        else:
-            exits, kind = ips.get(svc.service_id, {}), "static"
-        mode = settings.session_mode if settings is not None else "rotating"
-        entry = ServiceEntry(
-            service_id=str(svc.service_id),
-            kind=kind,  # type: ignore[arg-type]
-            login=svc.login,
-            password=box.decrypt(svc.password_enc),
-            exit_ips=exits,
-            whitelist=frozenset(whitelist.get(svc.service_id, ())),
-            active=is_active(svc, now),
-            session_mode=mode,  # type: ignore[arg-type]
-            pin=settings.pin if settings is not None else None,
-            sticky_ttl=settings.sticky_ttl_seconds if settings is not None else 600,
-            max_connections=connection_limit(svc.max_connections + grants.get("connections", 0), params),
-            udp_allowed=bool(grants.get("udp") or params.get("udp")),
-        )
-        out[svc.service_id] = (entry, svc.current_period_end)
-    return out
-
-
-async def exit_pool(session: AsyncSession, pool: str, geo_source: str) -> dict[str, str]:
-    """Exit IPs of a rotating service: the unretired stock of its pool, with countries by its geo source."""
-    col = StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
-    rows = await session.execute(
-        select(StockIp.address, col)
-        .where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
-        .order_by(StockIp.id)
-    )
-    return {address: (country or "").lower() for address, country in rows.all()}
-
-
-async def fingerprint(session: AsyncSession) -> tuple[Any, ...]:
-    """Cheap summary of the child tables; it changes whenever a row is added or removed."""
-    parts: list[Any] = []
-    for model, live in (
-        (ServiceIp, ServiceIp.released_at.is_(None)),
-        (ServiceWhitelist, None),
-        (StockIp, StockIp.retired_at.is_(None)),
-    ):
-        q = select(func.count(), func.max(model.id))
-        if live is not None:
-            q = q.where(live)
-        parts.extend((await session.execute(q)).one())
-    try:
-        async with session.begin_nested():
-            parts.extend(
-                (
-                    await session.execute(
-                        text("SELECT count(*), max(activated_at), max(canceled_at) FROM service_addons")
-                    )
-                ).one()
-            )
-    except Exception:  # noqa: BLE001  (no add-on table yet)
-        parts.append(None)
-    return tuple(parts)
 
 
 class StoreSync:
@@ -202,22 +57,31 @@ class StoreSync:
         table: AccessTable | None = None,
         *,
         poll_interval: float = 0.25,
-        full_reload_interval: float = 60.0,
+        full_reload_interval: float = 3600.0,
+        max_incremental: int = 20_000,
+        listen: bool = True,
     ) -> None:
         self.db, self.box = db, box
-        self.table = table or AccessTable()
+        self.table = table if table is not None else AccessTable()
+        self.table.unseal = box.decrypt
         self.poll_interval, self.full_reload_interval = poll_interval, full_reload_interval
-        self._seen: dict[uuid.UUID, datetime] = {}  # updated_at of each service as last loaded
+        self.max_incremental = max_incremental
+        self.feed = ChangeFeed(postgres=not db.is_sqlite)
+        self.pools = Pools()
+        self.listener = Listener(db.url, self.wake) if listen and not db.is_sqlite else None
         self._ends: dict[uuid.UUID, datetime] = {}  # term ends of active services
-        self._mark: datetime | None = None
-        self._fingerprint: tuple[Any, ...] | None = None
+        self._end_heap: list[tuple[datetime, uuid.UUID]] = []
         self._pending: set[uuid.UUID] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_full = 0.0
+        self.polls = 0
+        self.statements = 0  # log reads of the last poll (tests, bench)
 
     async def start(self) -> None:
         await self.full_reload()
+        if self.listener is not None:
+            await self.listener.ensure()
         self._task = asyncio.ensure_future(self._run())
 
     async def close(self) -> None:
@@ -226,6 +90,11 @@ class StoreSync:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+        if self.listener is not None:
+            await self.listener.close()
+
+    def wake(self) -> None:
+        self._wake.set()
 
     def notify(self, service_id: Any = None) -> None:
         """In-process fast path: reload ``service_id`` (or poll) now."""
@@ -238,54 +107,69 @@ class StoreSync:
 
     async def full_reload(self) -> None:
         async with self.db.unit_of_work(write=False) as uow:
-            marks = await self._marks(uow.session, None)
-            self._fingerprint = await fingerprint(uow.session)
-            loaded = await load_entries(uow.session, self.box)
-        self._seen = marks
-        self._mark = max(marks.values(), default=None)
-        self._ends = {sid: end for sid, (e, end) in loaded.items() if e.active and end is not None}
+            await self.feed.mark(uow.session)
+            self.pools = Pools()
+            loaded = await load_entries(uow.session, None, None, self.pools)
+        self._ends, self._end_heap = {}, []
         self.table.replace_all(entry for entry, _ in loaded.values())
+        for sid, (entry, end) in loaded.items():
+            self._track_end(sid, entry, end)
+        del loaded
         self._last_full = asyncio.get_running_loop().time()
 
-    async def _marks(self, session: AsyncSession, since: datetime | None) -> dict[uuid.UUID, datetime]:
-        q = select(Service.service_id, Service.updated_at)
-        if since is not None:
-            q = q.where(Service.updated_at > since)
-        return {sid: at for sid, at in (await session.execute(q)).all()}
+    def _track_end(self, sid: uuid.UUID, entry: ServiceEntry, end: datetime | None) -> None:
+        if entry.active and end is not None:
+            self._ends[sid] = end
+            heapq.heappush(self._end_heap, (end, sid))
+        else:
+            self._ends.pop(sid, None)
+
+    def _ended(self, now: datetime) -> set[uuid.UUID]:
+        """Services whose term ended by ``now`` (stale heap items, from a term since changed, are dropped)."""
+        out: set[uuid.UUID] = set()
+        heap = self._end_heap
+        while heap and heap[0][0] <= now:
+            end, sid = heapq.heappop(heap)
+            if self._ends.get(sid) == end:
+                out.add(sid)
+        return out
 
     async def poll(self) -> None:
-        """One round: reload changed services (or everything when the fingerprint moved)."""
-        loop_time = asyncio.get_running_loop().time()
-        if loop_time - self._last_full >= self.full_reload_interval:
+        """One round: read the change log, reload the changed services and pools (or everything)."""
+        self.polls += 1
+        if asyncio.get_running_loop().time() - self._last_full >= self.full_reload_interval:
             await self.full_reload()
             return
-        now = utcnow()
+        changed = self._ended(utcnow()) | self._pending
+        self._pending = set()
         async with self.db.unit_of_work(write=False) as uow:
-            if await fingerprint(uow.session) != self._fingerprint:
-                changed = None
+            batch = await self.feed.read(uow.session, self.max_incremental)
+            self.statements = batch.statements
+            if batch.reload_all:
+                loaded = None
             else:
-                since = self._mark - OVERLAP if self._mark is not None else None
-                marks = await self._marks(uow.session, since)
-                changed = {sid for sid, at in marks.items() if self._seen.get(sid) != at}
-                changed |= {sid for sid, end in self._ends.items() if end <= now}
-                changed |= self._pending
-                self._pending = set()
-                loaded = await load_entries(uow.session, self.box, changed) if changed else {}
-        if changed is None:
+                for key in batch.keys:
+                    if key.startswith("pool:"):
+                        await self.pools.refresh(uow.session, key[5:])
+                    else:
+                        with contextlib.suppress(ValueError):
+                            changed.add(uuid.UUID(key))
+                loaded = await load_entries(uow.session, None, changed, self.pools) if changed else {}
+        if loaded is None:
+            log.info("gateway store: more than %d changes behind; reloading everything", self.max_incremental)
+            self._pending |= changed
             await self.full_reload()
             return
+        upserts = []
         for sid in changed:
-            if sid in marks:
-                self._seen[sid] = marks[sid]
-                self._mark = max(self._mark or marks[sid], marks[sid])
             self._ends.pop(sid, None)
             if sid in loaded:
                 entry, end = loaded[sid]
-                self.table.upsert(entry)
-                if entry.active and end is not None:
-                    self._ends[sid] = end
-            else:
-                self.table.remove(str(sid))
+                upserts.append(entry)
+                self._track_end(sid, entry, end)
+        removals = [str(sid) for sid in changed if sid not in loaded]
+        if upserts or removals:
+            self.table.apply(upserts, removals)
 
     async def _run(self) -> None:
         while True:
@@ -293,6 +177,8 @@ class StoreSync:
                 await asyncio.wait_for(self._wake.wait(), self.poll_interval)
             self._wake.clear()
             try:
+                if self.listener is not None:
+                    await self.listener.ensure()
                 await self.poll()
             except asyncio.CancelledError:
                 raise

@@ -1,0 +1,168 @@
+"""Reading the gateway change log (table gateway_changes, migration 0012c) by sequence number.
+
+A poll is one statement: ``SELECT seq, key FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT n``
+on the seq index, the same cost at 1,000 and at 250,000 services.
+
+PostgreSQL hands out sequence numbers before commit, so a transaction can commit after a later number
+was already read: the read then shows a gap (a "hole"). The feed keeps each hole with the snapshot's
+xmax at the time it was seen and re-reads it (``OR seq = ANY(:holes)``, an index lookup per hole) until a
+snapshot's xmin has passed that xmax: by then the transaction that held the number has ended, and the
+same read saw its row if it committed. The snapshot bounds come from the poll statement itself. A fresh
+full load records the same bounds and, once they pass, reads once the rows of the transactions that were
+still open then (``xid >= xmin``). SQLite has one writer at a time and commits in seq order: no holes.
+
+Wake-ups: on PostgreSQL every logging statement also sends NOTIFY proxyplane_changes (at commit);
+``Listener`` holds a LISTEN connection and wakes the node at once; the poll stays the backstop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import BigInteger, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "proxyplane_changes"
+PAGE = 2_000  # rows per read; a node further behind reads page after page
+MAX_HOLES = 10_000  # more open gaps than this: reload everything instead
+
+PG_READ = text(
+    "WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS lo, "
+    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS hi) "
+    "SELECT s.lo, s.hi, c.seq, c.key FROM s LEFT JOIN LATERAL ("
+    "SELECT seq, key FROM gateway_changes WHERE seq > :last OR seq = ANY(:holes) ORDER BY seq LIMIT :n"
+    ") c ON true"
+).bindparams(bindparam("holes", type_=ARRAY(BigInteger)))
+SQLITE_READ = text("SELECT seq, key FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT :n")
+PG_MARK = text(
+    "SELECT coalesce((SELECT max(seq) FROM gateway_changes), 0), "
+    "pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
+    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+)
+SQLITE_MARK = text("SELECT coalesce(max(seq), 0) FROM gateway_changes")
+PG_OPEN_AT_LOAD = text("SELECT seq, key FROM gateway_changes WHERE xid >= :lo AND seq <= :last")
+
+
+@dataclass
+class Batch:
+    keys: set[str] = field(default_factory=set)  # service ids (text) and pool:<kind>
+    reload_all: bool = False  # too far behind / too many holes: reload everything
+    statements: int = 0
+
+
+class ChangeFeed:
+    """The last applied seq of one node and the gaps still open below it."""
+
+    def __init__(self, postgres: bool) -> None:
+        self.postgres = postgres
+        self.last = 0
+        self.holes: dict[int, int] = {}  # seq -> xmax of the snapshot that first missed it
+        self._catchup: tuple[int, int, int] | None = None  # (xmin, xmax, last) of the last full load
+
+    async def mark(self, session: AsyncSession) -> None:
+        """Before a full load: everything up to the current max seq is about to be read."""
+        if self.postgres:
+            last, lo, hi = (await session.execute(PG_MARK)).one()
+            self._catchup = (int(lo), int(hi), int(last))
+        else:
+            last = (await session.execute(SQLITE_MARK)).scalar_one()
+        self.last, self.holes = int(last), {}
+
+    async def read(self, session: AsyncSession, max_keys: int) -> Batch:
+        """Keys changed since the last read (at most ``max_keys``, else ``reload_all``)."""
+        batch = Batch()
+        while True:
+            reader = self._read_pg if self.postgres else self._read_sqlite
+            full = await reader(session, batch)
+            if batch.reload_all or len(batch.keys) > max_keys or len(self.holes) > MAX_HOLES:
+                return Batch(reload_all=True, statements=batch.statements)
+            if not full:
+                return batch
+
+    async def _read_sqlite(self, session: AsyncSession, batch: Batch) -> bool:
+        rows = (await session.execute(SQLITE_READ, {"last": self.last, "n": PAGE})).all()
+        batch.statements += 1
+        for seq, key in rows:
+            batch.keys.add(key)
+            self.last = max(self.last, seq)
+        return len(rows) == PAGE
+
+    async def _read_pg(self, session: AsyncSession, batch: Batch) -> bool:
+        holes = list(self.holes)
+        rows = (await session.execute(PG_READ, {"last": self.last, "holes": holes, "n": PAGE})).all()
+        batch.statements += 1
+        lo, hi = int(rows[0][0]), int(rows[0][1])
+        seen = [(seq, key) for _, _, seq, key in rows if seq is not None]
+        top = self.last
+        for seq, key in seen:
+            batch.keys.add(key)
+            self.holes.pop(seq, None)
+            top = max(top, seq)
+        got = {seq for seq, _ in seen}
+        if top - self.last - len(got) > MAX_HOLES:
+            batch.reload_all = True
+            return False
+        for seq in range(self.last + 1, top):
+            if seq not in got:
+                self.holes[seq] = hi  # its transaction started before this snapshot: xid < hi
+        self.last = top
+        # a hole whose xmax this snapshot's xmin has passed was read by this very statement if it committed
+        for seq in [s for s, x in self.holes.items() if x <= lo]:
+            del self.holes[seq]
+        if self._catchup is not None and lo >= self._catchup[1]:
+            xmin, _, last = self._catchup
+            self._catchup = None
+            for _, key in (await session.execute(PG_OPEN_AT_LOAD, {"lo": xmin, "last": last})).all():
+                batch.keys.add(key)
+            batch.statements += 1
+        return len(seen) == PAGE
+
+
+class Listener:
+    """LISTEN proxyplane_changes on its own asyncpg connection; ``wake()`` on every notification."""
+
+    def __init__(self, url: str, wake: Callable[[], None]) -> None:
+        sa_url = make_url(url)
+        self.dsn = sa_url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.wake = wake
+        self._conn: Any = None
+        self._next_try = 0.0
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and not self._conn.is_closed()
+
+    async def ensure(self) -> None:
+        """(Re)connect when not connected; at most one attempt every 5 s. Never raises."""
+        loop = asyncio.get_running_loop()
+        if self.connected or loop.time() < self._next_try:
+            return
+        self._next_try = loop.time() + 5.0
+        try:
+            import asyncpg  # type: ignore[import-untyped]
+
+            conn = await asyncpg.connect(self.dsn)
+            await conn.add_listener(CHANNEL, self._notified)
+        except Exception as exc:  # noqa: BLE001  (the poll keeps working without it)
+            log.warning("gateway change listener: cannot LISTEN (%s); polling only", exc)
+            return
+        self._conn = conn
+        self.wake()  # anything committed while not listening
+
+    def _notified(self, *_args: Any) -> None:
+        self.wake()
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.close()
+            self._conn = None
