@@ -1,13 +1,12 @@
 """Stock queries and the atomic allocation of exit IPs.
 
-Allocation never oversells: each IP taken is incremented with a conditional
-`UPDATE stock_ips SET assigned_count = assigned_count + 1 WHERE id = :id AND assigned_count < capacity`
-(the CHECK constraint `assigned_count <= capacity` backs it up). On PostgreSQL the UPDATE row lock makes
-a concurrent order wait for the holder's commit and then re-check the condition; candidates are taken in
-one global order (segments by country, rows by id) so two orders never wait on each other in a cycle.
-(SKIP LOCKED was tried and dropped: with shared IPs it skipped rows that still had free slots and
-refused orders that fit.) On SQLite the writing unit of work runs under BEGIN IMMEDIATE (one writer),
-and candidates are the least-shared IPs first.
+Allocation never oversells and is set-based (domains/stock/allocate.py): one conditional
+`UPDATE stock_ips SET assigned_count = assigned_count + 1 WHERE id IN (...) AND assigned_count < capacity`
+takes every IP of an order, least-shared IPs first (the CHECK constraint `assigned_count <= capacity`
+backs it up). On PostgreSQL candidates are locked with FOR UPDATE SKIP LOCKED, so concurrent orders of
+different customers never queue on the same rows; when that comes back short (rows with room held by
+other orders), `allocate` rolls back to a savepoint and waits for such rows in id order, so two waiting
+orders never lock in a cycle. On SQLite the writing unit of work runs under BEGIN IMMEDIATE (one writer).
 A service never gets the same IP twice (unique (service_id, ip_id)).
 """
 
@@ -15,14 +14,15 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
+from proxyplane.domains.stock.allocate import SAVEPOINT, Allocated, shortfall, take, take_waiting
 from proxyplane.domains.stock.countries import normalize_country
 from proxyplane.storage.models import ServiceIp, StockIp
 from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
@@ -52,31 +52,25 @@ def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
     return StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
 
 
-async def availability(session: AsyncSession, product_kind: str, geo_source: str) -> dict[str, int]:
-    """{country: IPs that can take one more service} for a pool, by a geo source."""
+async def availability(
+    session: AsyncSession, product_kind: str, geo_source: str, countries: Collection[str] | None = None
+) -> dict[str, int]:
+    """{country: IPs that can take one more service} for a pool, by a geo source (only `countries`,
+    when given)."""
     col = _country_col(geo_source)
-    rows = await session.execute(
-        select(col, func.count())
-        .where(
-            StockIp.product_kind == product_kind,
-            StockIp.retired_at.is_(None),
-            StockIp.assigned_count < StockIp.capacity,
-        )
-        .group_by(col)
+    q = select(col, func.count()).where(
+        StockIp.product_kind == product_kind,
+        StockIp.retired_at.is_(None),
+        StockIp.assigned_count < StockIp.capacity,
     )
+    if countries is not None:
+        q = q.where(col.in_(sorted(set(countries))))
+    rows = await session.execute(q.group_by(col))
     return {country: int(n) for country, n in rows.all()}
 
 
 async def has_stock(session: AsyncSession) -> bool:
     return (await session.scalar(select(func.count()).select_from(StockIp))) != 0
-
-
-@dataclass(frozen=True)
-class Allocated:
-    ip_id: int
-    address: str
-    port: int | None
-    country: str
 
 
 async def allocate(
@@ -92,75 +86,51 @@ async def allocate(
     """Take `count` IPs per (country, count) for the service, never one of `exclude` (e.g. the IPs a
     service holds or has held), or raise OutOfStock (the caller's transaction then rolls back
     everything, including any increments already made). The one allocator: orders, catalog purchases,
-    added IPs and refreshes all take IPs here."""
-    col = _country_col(geo_source)
-    taken: list[Allocated] = []
-    ordered = sorted(segments) if postgres else list(segments)
-    exclude = set(exclude or ())
-    for country, count in ordered:
-        got = 0
-        while got < count:
-            q = (
-                select(StockIp.id, StockIp.address, StockIp.port)
-                .where(
-                    StockIp.product_kind == product_kind,
-                    col == country,
-                    StockIp.retired_at.is_(None),
-                    StockIp.assigned_count < StockIp.capacity,
-                )
-                .order_by(*((StockIp.id,) if postgres else (StockIp.assigned_count, StockIp.id)))
-                .limit(count - got)
-            )
-            if exclude:
-                q = q.where(StockIp.id.not_in(exclude))
-            candidates = (await session.execute(q)).all()
-            if not candidates:
-                raise OutOfStock(
-                    f"not enough {product_kind} IPs in stock in {country} ({geo_source}): {count} requested",
-                    country=country,
-                )
-            for ip_id, address, port in candidates:
-                exclude.add(ip_id)
-                moved = await session.execute(
-                    update(StockIp)
-                    .where(StockIp.id == ip_id, StockIp.assigned_count < StockIp.capacity)
-                    .values(assigned_count=StockIp.assigned_count + 1)
-                )
-                if moved.rowcount != 1:  # type: ignore[attr-defined]
-                    continue  # taken meanwhile: try another
-                a = Allocated(ip_id, address, port, country)
-                taken.append(a)
-                session.add(
-                    ServiceIp(service_id=service_id, ip_id=ip_id, address=address, port=port, country=country)
-                )
-                got += 1
-                if got == count:
-                    break
-    await session.flush()
-    return taken
+    added IPs and refreshes all take IPs here (see allocate.py: one statement in the common case)."""
+    await session.flush()  # the service row the allocations point at
+    excl = frozenset(exclude or ())
+    if postgres:
+        await session.execute(text(f"SAVEPOINT {SAVEPOINT}"))
+    got = await take(session, service_id, product_kind, geo_source, segments, postgres=postgres, exclude=excl)
+    missing = shortfall(segments, got)
+    if missing:
+        if postgres:  # wait for rows other orders hold, holding none out of id order ourselves
+            await session.execute(text(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
+            got, missing = [], [(c, n) for c, n in segments if n > 0]
+        more, missing = await take_waiting(
+            session,
+            service_id,
+            product_kind,
+            geo_source,
+            missing,
+            postgres=postgres,
+            exclude=excl | {a.ip_id for a in got},
+        )
+        got += more
+    if missing:
+        country, count = missing[0]
+        raise OutOfStock(
+            f"not enough {product_kind} IPs in stock in {country} ({geo_source}): {count} more needed",
+            country=country,
+        )
+    return got
 
 
 async def release(session: AsyncSession, service_id: uuid.UUID) -> int:
-    """Free every live IP of a service (idempotent). Returns how many were freed."""
-    rows = (
-        (
-            await session.execute(
-                select(ServiceIp).where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
-            )
-        )
-        .scalars()
-        .all()
+    """Free every live IP of a service (idempotent), in two statements. Returns how many were freed."""
+    live = select(ServiceIp.ip_id).where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
+    await session.execute(
+        update(StockIp)
+        .where(StockIp.id.in_(live.scalar_subquery()), StockIp.assigned_count > 0)
+        .values(assigned_count=StockIp.assigned_count - 1)
+        .execution_options(synchronize_session=False)
     )
-    now = utcnow()
-    for row in rows:
-        row.released_at = now
-        await session.execute(
-            update(StockIp)
-            .where(StockIp.id == row.ip_id, StockIp.assigned_count > 0)
-            .values(assigned_count=StockIp.assigned_count - 1)
-        )
-    await session.flush()
-    return len(rows)
+    freed = await session.execute(
+        update(ServiceIp)
+        .where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
+        .values(released_at=utcnow())
+    )
+    return int(freed.rowcount or 0)  # type: ignore[attr-defined]
 
 
 # --- operator: import, add a range, retire ------------------------------------------------------
