@@ -113,7 +113,7 @@ async def take(
     got = [Allocated(int(r[0]), r[1], r[2], r[3]) for r in rows]
     if got:
         await session.execute(
-            insert(ServiceIp.__table__),
+            insert(ServiceIp),
             [
                 {
                     "service_id": service_id,
