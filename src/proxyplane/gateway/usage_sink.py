@@ -2,12 +2,16 @@
 
 ``usage_minutes`` and ``usage_errors`` are keyed (service, minute, host[, category]); a flush adds its
 counts to existing rows (``ON CONFLICT ... DO UPDATE SET n = table.n + excluded.n`` on SQLite and
-PostgreSQL alike), so several nodes and several flushes within one minute sum up exactly.
+PostgreSQL alike), so several nodes and several flushes within one minute sum up exactly. The same
+flush adds the same counts, summed per hour and per day, to ``usage_rollups`` and
+``usage_error_rollups`` in the same transaction and by the same additive upsert, so every bucket always
+equals the sum of its minutes. One statement per table per BATCH rows.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -16,6 +20,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
+from proxyplane.storage.models.usage_rollups import SPANS, UsageErrorRollup, UsageRollup
 
 from .metering import UsageRow, UsageSink
 
@@ -88,33 +93,69 @@ def exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+def bucket(minute: datetime, span: str) -> datetime:
+    """UTC start of the hour ("h") or day ("d") holding a minute."""
+    if span == "h":
+        return minute.replace(minute=0, second=0, microsecond=0)
+    return minute.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def rollup_values(values: list[dict[str, Any]], key: str, counters: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Minute rows (usage_minutes or usage_errors values) summed per (service, span, bucket, `key`)."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in values:
+        for span in SPANS:
+            b = bucket(row["minute"], span)
+            r = out.setdefault(
+                (row["service_id"], span, b, row[key]),
+                {"service_id": row["service_id"], "span": span, "bucket": b, key: row[key]}
+                | dict.fromkeys(counters, 0),
+            )
+            for c in counters:
+                r[c] += row[c]
+    return list(out.values())
+
+
+async def upsert(
+    session: Any, insert: Any, model: Any, values: list[dict[str, Any]], keys: list[str], counters: Any
+) -> None:
+    """Add `values` to the table's rows, one statement per BATCH rows."""
+    table = model.__table__
+    for i in range(0, len(values), BATCH):
+        stmt = insert(model).values(values[i : i + BATCH])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=keys, set_={c: table.c[c] + stmt.excluded[c] for c in counters}
+        )
+        await session.execute(stmt)
+
+
 async def write_usage(db: Database, rows: list[UsageRow]) -> None:
     minutes, errors = usage_values(rows)
     exit_errors = exit_error_values(rows)
     insert = sqlite_insert if db.is_sqlite else pg_insert
     async with db.unit_of_work(write=True) as uow:
-        for i in range(0, len(minutes), BATCH):
-            stmt = insert(UsageMinute).values(minutes[i : i + BATCH])
-            table = UsageMinute.__table__
-            stmt = stmt.on_conflict_do_update(
-                index_elements=["service_id", "minute", "host"],
-                set_={c: table.c[c] + stmt.excluded[c] for c in COUNTERS},
-            )
-            await uow.session.execute(stmt)
-        for i in range(0, len(errors), BATCH):
-            estmt = insert(UsageError).values(errors[i : i + BATCH])
-            estmt = estmt.on_conflict_do_update(
-                index_elements=["service_id", "minute", "host", "category"],
-                set_={"count": UsageError.__table__.c["count"] + estmt.excluded["count"]},
-            )
-            await uow.session.execute(estmt)
-        for i in range(0, len(exit_errors), BATCH):
-            xstmt = insert(UsageExitError).values(exit_errors[i : i + BATCH])
-            xstmt = xstmt.on_conflict_do_update(
-                index_elements=["service_id", "minute", "exit_ip", "category"],
-                set_={"count": UsageExitError.__table__.c["count"] + xstmt.excluded["count"]},
-            )
-            await uow.session.execute(xstmt)
+        s = uow.session
+        await upsert(s, insert, UsageMinute, minutes, ["service_id", "minute", "host"], COUNTERS)
+        await upsert(
+            s,
+            insert,
+            UsageRollup,
+            rollup_values(minutes, "host", COUNTERS),
+            ["service_id", "span", "bucket", "host"],
+            COUNTERS,
+        )
+        await upsert(s, insert, UsageError, errors, ["service_id", "minute", "host", "category"], ["count"])
+        await upsert(
+            s,
+            insert,
+            UsageErrorRollup,
+            rollup_values(errors, "category", ("count",)),
+            ["service_id", "span", "bucket", "category"],
+            ["count"],
+        )
+        await upsert(
+            s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
+        )
         await uow.commit()
 
 

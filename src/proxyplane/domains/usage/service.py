@@ -2,7 +2,10 @@
 
 A window [start, end) is resolved to whole minutes: a minute bucket counts when its start lies in
 [start rounded down to the minute, end). Totals, the per-minute series, the top destinations, the
-errors by category and the CSV export all read the same buckets, so they always agree.
+errors by category and the CSV export all read the same buckets, so they always agree. Totals, top
+destinations and errors by category read whole days and hours from the rollups (usage_rollups,
+usage_error_rollups, written with the minutes) and minutes only at the window's edges (windows.py);
+the series and the export read the minutes themselves.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import as_utc
 from proxyplane.core.errors import ValidationFailed
-from proxyplane.storage.models.gateway import UsageError, UsageMinute
+from proxyplane.domains.usage.windows import error_rows, usage_rows
+from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
 
 MAX_EXPORT_ROWS = 200_000
@@ -54,8 +58,8 @@ def _where(model: Any, service_id: uuid.UUID, start: datetime, end: datetime) ->
 
 async def totals(session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime) -> Totals:
     start, end = window(start, end)
-    sums = [func.coalesce(func.sum(getattr(UsageMinute, c)), 0) for c in COUNTERS]
-    row = (await session.execute(select(*sums).where(*_where(UsageMinute, service_id, start, end)))).one()
+    rows = usage_rows(service_id, start, end, COUNTERS)
+    row = (await session.execute(select(*(func.coalesce(func.sum(rows.c[c]), 0) for c in COUNTERS)))).one()
     out = Totals.of(row)
     out.errors_by_category = await errors_by_category(session, service_id, start, end)
     return out
@@ -65,11 +69,11 @@ async def errors_by_category(
     session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
 ) -> dict[str, int]:
     start, end = window(start, end)
+    errors = error_rows(service_id, start, end)
     rows = await session.execute(
-        select(UsageError.category, func.sum(UsageError.count))
-        .where(*_where(UsageError, service_id, start, end))
-        .group_by(UsageError.category)
-        .order_by(UsageError.category)
+        select(errors.c.category, func.sum(errors.c.count))
+        .group_by(errors.c.category)
+        .order_by(errors.c.category)
     )
     return {c: int(n) for c, n in rows.all()}
 
@@ -111,13 +115,12 @@ async def top_destinations(
 ) -> list[tuple[str, Totals]]:
     """Destination hosts by bytes (up + down), then requests."""
     start, end = window(start, end)
-    sums = [func.sum(getattr(UsageMinute, c)) for c in COUNTERS]
-    traffic = func.sum(UsageMinute.bytes_up + UsageMinute.bytes_down)
+    u = usage_rows(service_id, start, end, ("host", *COUNTERS))
+    traffic = func.sum(u.c.bytes_up + u.c.bytes_down)
     rows = await session.execute(
-        select(UsageMinute.host, *sums)
-        .where(*_where(UsageMinute, service_id, start, end))
-        .group_by(UsageMinute.host)
-        .order_by(traffic.desc(), func.sum(UsageMinute.requests).desc(), UsageMinute.host)
+        select(u.c.host, *(func.sum(u.c[c]) for c in COUNTERS))
+        .group_by(u.c.host)
+        .order_by(traffic.desc(), func.sum(u.c.requests).desc(), u.c.host)
         .limit(limit)
     )
     return [(host, Totals.of(vals)) for host, *vals in rows.all()]

@@ -5,6 +5,7 @@ from proxyplane.storage.models import gateway as _gateway  # noqa: F401  (usage,
 from proxyplane.storage.models import gateway_changes as _gateway_changes  # noqa: F401  (issue 14)
 from proxyplane.storage.models import gateway_health as _gateway_health  # noqa: F401  (issue 9)
 from proxyplane.storage.models import spending as _spending  # noqa: F401  (API-key spending caps: issue 10)
+from proxyplane.storage.models import usage_rollups as _usage_rollups  # noqa: F401  (issue 15)
 from proxyplane.storage.models.base import Base
 from proxyplane.storage.models.customers import ApiKey, Customer
 from proxyplane.storage.models.legacy import LegacyListUpdate

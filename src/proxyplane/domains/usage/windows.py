@@ -1,0 +1,114 @@
+"""A usage window split by resolution: whole UTC days and hours from the rollups, minutes only at the
+ragged edges, so a read touches at most ~ (days + 2 x 23 hours + 2 x 59 minutes) buckets per key
+whatever the window's length, and still counts exactly the minute buckets of [start, end).
+
+The union of the parts read is exactly the minutes m with start <= m < end (start already floored to
+the minute): the parts are disjoint and each hour or day bucket lies wholly inside the window.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select, union_all
+
+from proxyplane.storage.models.gateway import UsageError, UsageMinute
+from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+
+MINUTE, HOUR, DAY = timedelta(minutes=1), timedelta(hours=1), timedelta(days=1)
+Span = tuple[datetime, datetime]
+
+
+def _floor(t: datetime, step: timedelta) -> datetime:
+    if step == DAY:
+        return t.replace(hour=0, minute=0, second=0, microsecond=0)
+    if step == HOUR:
+        return t.replace(minute=0, second=0, microsecond=0)
+    return t.replace(second=0, microsecond=0)
+
+
+def _ceil(t: datetime, step: timedelta) -> datetime:
+    f = _floor(t, step)
+    return f if f == t else f + step
+
+
+@dataclass
+class Plan:
+    minutes: list[Span] = field(default_factory=list)
+    hours: list[Span] = field(default_factory=list)
+    days: list[Span] = field(default_factory=list)
+
+
+def plan(start: datetime, end: datetime) -> Plan:
+    """Split the minutes of [start, end) (start on a minute; a minute counts when it starts before
+    end) into whole days, whole hours and the minutes left over."""
+    end = _ceil(end, MINUTE)  # minute < end  <=>  minute < end rounded up to the minute
+    out = Plan()
+    h0, h1 = _ceil(start, HOUR), _floor(end, HOUR)
+    if h0 >= h1:
+        out.minutes.append((start, end))
+        return out
+    d0, d1 = _ceil(start, DAY), _floor(end, DAY)
+    if d0 < d1:
+        out.days.append((d0, d1))
+        inner = [(h0, d0), (d1, h1)]
+    else:
+        inner = [(h0, h1)]
+    out.hours.extend((a, b) for a, b in inner if a < b)
+    out.minutes.extend((a, b) for a, b in ((start, h0), (h1, end)) if a < b)
+    return out
+
+
+def _between(col: Any, spans: list[Span]) -> Any:
+    return or_(*(and_(col >= a, col < b) for a, b in spans))
+
+
+def _rollup_cond(model: Any, p: Plan) -> Any:
+    parts = []
+    if p.hours:
+        parts.append(and_(model.span == "h", _between(model.bucket, p.hours)))
+    if p.days:
+        parts.append(and_(model.span == "d", _between(model.bucket, p.days)))
+    return or_(*parts)
+
+
+def usage_rows(service_id: uuid.UUID, start: datetime, end: datetime, columns: tuple[str, ...]) -> Any:
+    """A subquery of rows (`columns` of usage_minutes, e.g. host and the counters) whose sums over
+    any grouping equal those of the window's minute rows."""
+    p = plan(start, end)
+    parts = []
+    if p.minutes:
+        parts.append(
+            select(*(getattr(UsageMinute, c) for c in columns)).where(
+                UsageMinute.service_id == service_id, _between(UsageMinute.minute, p.minutes)
+            )
+        )
+    if p.hours or p.days:
+        parts.append(
+            select(*(getattr(UsageRollup, c) for c in columns)).where(
+                UsageRollup.service_id == service_id, _rollup_cond(UsageRollup, p)
+            )
+        )
+    return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("usage")
+
+
+def error_rows(service_id: uuid.UUID, start: datetime, end: datetime) -> Any:
+    """A subquery of (category, count) rows whose sums per category equal the window's usage_errors."""
+    p = plan(start, end)
+    parts = []
+    if p.minutes:
+        parts.append(
+            select(UsageError.category, UsageError.count).where(
+                UsageError.service_id == service_id, _between(UsageError.minute, p.minutes)
+            )
+        )
+    if p.hours or p.days:
+        parts.append(
+            select(UsageErrorRollup.category, UsageErrorRollup.count).where(
+                UsageErrorRollup.service_id == service_id, _rollup_cond(UsageErrorRollup, p)
+            )
+        )
+    return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("errors")
