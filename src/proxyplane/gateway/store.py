@@ -76,6 +76,7 @@ class StoreSync:
         self._task: asyncio.Task[None] | None = None
         self._last_full = 0.0
         self.polls = 0
+        self.full_reloads = 0
         self.statements = 0  # log reads of the last poll (tests, bench)
 
     async def start(self) -> None:
@@ -106,6 +107,7 @@ class StoreSync:
         self._wake.set()
 
     async def full_reload(self) -> None:
+        self.full_reloads += 1
         async with self.db.unit_of_work(write=False) as uow:
             await self.feed.mark(uow.session)
             self.pools = Pools()
