@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import AsyncIterator
 
 import click
@@ -70,6 +71,8 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
     if shared is not None:
         as_worker(node, shared, worker)
     await node.start()
+    if shared is not None:
+        shared.stats.set_serving(worker, time.time())
     if shared is None:
         print(f"gateway node {node.sticky.node_id} on {url.split('://')[0]}", flush=True)
     else:

@@ -88,9 +88,10 @@ def _home(key: bytes, mask: int) -> int:
 
 
 class WorkerStats:
-    """Per worker: pid, restarts (u32), start time (f64), admitted and open connections (i64)."""
+    """Per worker: pid, restarts (u32), start time (f64), admitted and open connections (i64), the time
+    it began to serve (f64, 0 until its listeners are open)."""
 
-    FMT = struct.Struct("<IIdqq")
+    FMT = struct.Struct("<IIdqqd")
 
     def __init__(self, region: SharedRegion, workers: int) -> None:
         self.mm, self.workers = region.mm, workers
@@ -100,20 +101,24 @@ class WorkerStats:
         return self.base + self.FMT.size * worker
 
     def set_started(self, worker: int, pid: int, started: float, restarts: int) -> None:
-        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, 0, 0)
+        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, 0, 0, 0.0)
+
+    def set_serving(self, worker: int, since: float) -> None:
+        struct.pack_into("<d", self.mm, self._off(worker) + 32, since)
 
     def add(self, worker: int, admitted: int, opened: int) -> None:
-        pid, restarts, started, a, o = self.FMT.unpack_from(self.mm, self._off(worker))
-        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, a + admitted, o + opened)
+        pid, restarts, started, a, o, serving = self.FMT.unpack_from(self.mm, self._off(worker))
+        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, a + admitted, o + opened,
+                           serving)
 
     def set_open(self, worker: int, value: int) -> None:
-        pid, restarts, started, a, _ = self.FMT.unpack_from(self.mm, self._off(worker))
-        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, a, value)
+        pid, restarts, started, a, _, serving = self.FMT.unpack_from(self.mm, self._off(worker))
+        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, a, value, serving)
 
     def get(self, worker: int) -> dict[str, float | int]:
-        pid, restarts, started, admitted, opened = self.FMT.unpack_from(self.mm, self._off(worker))
+        pid, restarts, started, admitted, opened, serving = self.FMT.unpack_from(self.mm, self._off(worker))
         return {"worker": worker, "pid": pid, "restarts": restarts, "started": started,
-                "admitted": admitted, "open": opened}
+                "serving": serving, "admitted": admitted, "open": opened}
 
 
 class SharedCounts:

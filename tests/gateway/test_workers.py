@@ -1,0 +1,175 @@
+"""`proxyplane gateway --workers 2` as a real process tree on loopback against the test store: both
+workers accept on the same port, a service's limit of 3 concurrent connections holds across them, the
+usage rows they flush add up to exactly the bytes relayed, a killed worker is restarted and its
+connections released, and SIGTERM stops everything cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from proxyplane.core.clock import utcnow
+from proxyplane.platform import Platform
+from proxyplane.storage.models import Service
+from proxyplane.storage.models.gateway import UsageMinute
+from proxyplane.storage.models.gateway_health import GatewayNodeConnections
+from tests.support import Account, bearer
+
+from .clients import basic, connect_tunnel
+from .conftest import free_port
+from .test_store_static import API, buy, eventually
+
+pytestmark = pytest.mark.anyio
+LIMIT = 3
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def start_gateway(database_url: str, home: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PROXYPLANE_DATABASE_URL": database_url,
+        "PROXYPLANE_SECRET_KEY": "test-secret-key",  # as tests/conftest.py
+        "PROXYPLANE_HOME": str(home),
+        "PROXYPLANE_GATEWAY_HTTP_PORT": str(port),
+        "PROXYPLANE_GATEWAY_HTTPS_PORT": "-1",
+        "PROXYPLANE_GATEWAY_SOCKS_PORT": "-1",
+        "PROXYPLANE_GATEWAY_STATIC_HTTP_PORT": "-1",
+        "PROXYPLANE_GATEWAY_STATIC_HTTPS_PORT": "-1",
+        "PROXYPLANE_GATEWAY_STATIC_SOCKS_PORT": "-1",
+        "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK": "true",
+        "PROXYPLANE_GATEWAY_USAGE_FLUSH_SECONDS": "1",
+        "PROXYPLANE_GATEWAY_LIMIT_REFRESH_SECONDS": "0.25",
+    }
+    code = "from proxyplane.cli import main; main()"
+    return subprocess.Popen([sys.executable, "-c", code, "gateway", "--workers", "2"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def status(home: Path) -> dict:
+    try:
+        return json.loads((home / "gateway-workers.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+async def test_two_workers_share_limits_and_usage(
+    client: httpx.AsyncClient, platform: Platform, account: Account, tcp_echo, database_url: str,
+    tmp_path: Path
+) -> None:
+    svc = await buy(client, platform, account, "Rotating datacenter", parameters={})
+    key, sid = svc["key"], svc["service_id"]
+    async with platform.db.unit_of_work() as uow:
+        row = (
+            await uow.session.execute(select(Service).where(Service.service_id == uuid.UUID(sid)))
+        ).scalar_one()
+        row.max_connections, row.updated_at = LIMIT, utcnow()
+        await uow.commit()
+    auth = (await client.get(f"{API}/{sid}/proxy/auth?reveal=true", headers=bearer(key))).json()
+    proxy_auth = basic(auth["login"], auth["password"])
+    port = free_port(["127.0.0.1"])
+    proxy, target = ("127.0.0.1", port), f"127.0.0.1:{tcp_echo.port}"
+    sent = 0
+
+    async def tunnel(payload: bytes) -> tuple[int, asyncio.StreamWriter | None]:
+        """A CONNECT to the echo server; on 200 ``payload`` goes through and comes back."""
+        nonlocal sent
+        try:
+            code, reader, writer = await connect_tunnel(proxy, target, proxy_auth)
+        except OSError:
+            return 0, None
+        if code != 200:
+            writer.close()
+            return code, None
+        writer.write(payload)
+        assert await asyncio.wait_for(reader.readexactly(len(payload)), 5) == payload
+        sent += len(payload)
+        return code, writer
+
+    home = tmp_path / "gw"
+    proc = start_gateway(database_url, home, port)
+    try:
+        async def ready() -> bool:
+            code, writer = await tunnel(b"ready")
+            if writer is not None:
+                writer.close()
+            return code == 200 and len([p for p in status(home).get("processes", []) if p["serving"]]) == 2
+
+        await eventually(ready, within=30.0)
+        # both workers accept on the one port: sequential tunnels land on both (SO_REUSEPORT)
+        for i in range(30):
+            code, writer = await tunnel(b"x" * (100 + i))
+            assert code == 200 and writer is not None
+            writer.close()
+
+        async def both_admitted() -> bool:  # the status file is rewritten every second
+            return all(p["admitted"] > 0 for p in status(home)["processes"])
+
+        await eventually(both_admitted, within=3.0)
+        # the limit of 3 holds across the two workers: 30 concurrent attempts, exactly 3 admitted
+        await asyncio.sleep(0.3)  # the closed tunnels above have been released
+        results = await asyncio.gather(*(tunnel(b"held" * 50) for _ in range(30)))
+        held = [w for code, w in results if code == 200 and w is not None]
+        assert len(held) == LIMIT and sorted({c for c, _ in results}) == [200, 429]
+
+        async def open_are(n: int) -> bool:
+            return sum(p["open"] for p in status(home)["processes"]) == n
+
+        await eventually(lambda: open_are(LIMIT), within=3.0)
+        procs = status(home)["processes"]
+
+        async def host_row_is(n: int) -> bool:  # worker 0 publishes the host's total, one row
+            host = status(home)["host"]
+            async with platform.db.unit_of_work(write=False) as uow:
+                rows = (await uow.session.execute(
+                    select(GatewayNodeConnections).where(GatewayNodeConnections.node_id == host)
+                )).scalars().all()
+            return len(rows) == 1 and rows[0].counts.get(sid, 0) == n
+
+        await eventually(lambda: host_row_is(LIMIT), within=5.0)
+        # usage: both workers' flushes add up to exactly the bytes relayed
+        async def usage_is_exact() -> bool:
+            async with platform.db.unit_of_work(write=False) as uow:
+                up, down = (await uow.session.execute(
+                    select(func.sum(UsageMinute.bytes_up), func.sum(UsageMinute.bytes_down))
+                    .where(UsageMinute.service_id == uuid.UUID(sid))
+                )).one()
+            return (up, down) == (sent, sent)
+
+        await eventually(usage_is_exact, within=10.0)
+        # a worker killed with tunnels open: restarted, and its slots freed (no leak)
+        victim = max(procs, key=lambda p: p["open"])
+        os.kill(victim["pid"], signal.SIGKILL)
+
+        async def restarted() -> bool:
+            p = status(home)["processes"][victim["worker"]]
+            return p["pid"] not in (0, victim["pid"]) and p["restarts"] == 1 and p["serving"] > 0
+
+        await eventually(restarted, within=10.0)
+        results = await asyncio.gather(*(tunnel(b"again") for _ in range(20)))
+        again = [w for code, w in results if code == 200 and w is not None]
+        assert len(again) == victim["open"]  # exactly the freed slots; the survivors' still count
+        for w in held + again:
+            w.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            out = proc.communicate(timeout=30)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = proc.communicate()[0].decode(errors="replace")
+    assert proc.returncode == 0, out
+    assert "gateway worker 0/2 pid" in out and "gateway worker 1/2 pid" in out and "stopped" in out
