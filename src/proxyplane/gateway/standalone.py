@@ -5,6 +5,8 @@
 
 The service is a rotating one served on the gateway address; ``--exit-ip`` may repeat (``IP`` or
 ``IP=country``). ``--https-port`` with ``--tls-cert``/``--tls-key`` adds HTTPS-to-proxy. Loopback only.
+``--workers N`` runs N worker processes on the same ports under a supervisor (workers.py), with the
+connection limit and sticky sessions shared between them, as ``proxyplane gateway --workers N`` does.
 """
 
 from __future__ import annotations
@@ -12,14 +14,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import os
 import signal
 import ssl
 import sys
+import time
+from pathlib import Path
 
 from .access import AccessTable, ServiceEntry
 from .context import Settings
+from .limits import ConnectionLimiter
 from .metering import UsageRow
+from .routing import Router
 from .server import Gateway, GatewayConfig, install_uvloop
+from .workers import HostShared, Supervisor
 
 
 def _loopback(value: str) -> str:
@@ -46,6 +54,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tls-key")
     p.add_argument("--usage-log", action="store_true", help="print usage rows to stderr when flushed")
     p.add_argument("--no-uvloop", action="store_true")
+    p.add_argument("--workers", type=int, default=0,
+                   help="worker processes on the same ports under a supervisor (default 0: one process)")
+    p.add_argument("--status-file", type=Path, help="with --workers: the supervisor's JSON status file")
     args = p.parse_args(argv)
     if not args.exit_ip:
         args.exit_ip = [args.listen]
@@ -72,7 +83,7 @@ async def _print_usage(rows: list[UsageRow]) -> None:
               f"up={row.bytes_up} down={row.bytes_down} errors={row.errors}", file=sys.stderr)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, shared: HostShared | None = None, worker: int = 0) -> None:
     tls = None
     if args.https_port is not None:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -80,16 +91,23 @@ async def serve(args: argparse.Namespace) -> None:
     config = GatewayConfig(gateway_host=args.listen, gateway_http_port=args.http_port,
                            gateway_https_port=args.https_port, gateway_socks_port=args.socks_port,
                            ssl_context=tls)
+    router: Router | None = None
+    limiter: ConnectionLimiter | None = None
+    if shared is not None:
+        router, limiter = shared.router(), shared.limiter(worker)
     # a loopback-only bench/dev tool: its destinations are on loopback too
     gateway = Gateway(AccessTable([build_entry(args)]), config, settings=Settings(allow_loopback=True),
-                      sink=_print_usage if args.usage_log else None)
+                      router=router, limiter=limiter, sink=_print_usage if args.usage_log else None)
     await gateway.start()
+    if shared is not None:
+        shared.stats.set_serving(worker, time.time())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    who = f" (worker {worker}/{shared.workers} pid {os.getpid()})" if shared is not None else ""
     print(f"gateway listening on {args.listen} http={args.http_port} https={args.https_port} "
-          f"socks={args.socks_port}", file=sys.stderr, flush=True)
+          f"socks={args.socks_port}{who}", file=sys.stderr, flush=True)
     await stop.wait()
     await gateway.close()
 
@@ -98,7 +116,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if not args.no_uvloop:
         install_uvloop()
-    asyncio.run(serve(args))
+    if args.workers <= 0:
+        asyncio.run(serve(args))
+        return
+    shared = HostShared(args.workers)
+
+    def worker(index: int) -> None:
+        asyncio.run(serve(args, shared, index))
+
+    raise SystemExit(Supervisor(shared, worker, status_path=args.status_file, name="standalone").run())
 
 
 if __name__ == "__main__":
