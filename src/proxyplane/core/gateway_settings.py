@@ -14,7 +14,9 @@ word "default" stands for the built-in private/link-local/metadata list of gatew
 "default,198.51.100.7/32" adds to it and "10.0.0.0/8" replaces it),
 LIMIT_REFRESH_SECONDS 1 (cross-node connection counts, see gateway/node_limits.py),
 STATIC_BIND "0.0.0.0,::" (the wildcard addresses the static ports listen on: one socket per port and
-address, the exit IP being the address the client dialed; a family the host lacks is skipped).
+address, the exit IP being the address the client dialed; a family the host lacks is skipped),
+FD_RESERVE 0 (descriptors kept back from the open-files limit; 0: max(64, limit / 20)), SERVICE_FD_SHARE
+0.5 (the fraction of the node's descriptor budget one service may hold; see gateway/capacity.py).
 A port set to -1 is not opened.
 """
 
@@ -44,6 +46,8 @@ class GatewaySettings(BaseSettings):
     limit_refresh_seconds: float = 1.0
     tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine when built (docs/decisions.md)
     static_bind: str = "0.0.0.0,::"  # wildcard addresses of the static listeners (comma-separated)
+    fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: automatic)
+    service_fd_share: float = 0.5  # of the node's descriptor budget, per service
 
     def static_bind_addresses(self) -> tuple[str, ...]:
         return tuple(part.strip() for part in self.static_bind.split(",") if part.strip())

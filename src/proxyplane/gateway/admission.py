@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .access import AuthError, Grant, authenticate
+from .access import AuthError, Grant, ServiceEntry, authenticate
 from .protocol import socks5
 from .protocol.http_proxy import Credentials
 from .protocol.http_response import auth_required, build_reply
@@ -59,6 +59,35 @@ def socks_admit(ctx: Context, grant: Grant, static_ip: str | None, command: int,
         rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
             socks5.REP_NETWORK_UNREACHABLE
         raise SocksRefusal(rep, exc.reason, sid, host) from exc
-    if not ctx.limiter.acquire(sid, service.max_connections):
+    refused = take_slot(ctx, service)
+    if refused == "limit":
         raise SocksRefusal(socks5.REP_NOT_ALLOWED, "limit", sid, host)
+    if refused is not None:
+        raise SocksRefusal(socks5.REP_GENERAL_FAILURE, "capacity", sid, host)
     return exit_ip
+
+
+def take_slot(ctx: Context, service: ServiceEntry) -> str | None:
+    """Take a connection slot of ``service``: its plan's connection limit first (limits.py), then its
+    descriptors in the node's budget (capacity.py), both before any upstream descriptor is spent. None
+    when taken; else nothing is held and the refusal's category: "limit" or "capacity"."""
+    sid = service.service_id
+    if not ctx.limiter.acquire(sid, service.max_connections):
+        return "limit"
+    if not ctx.capacity.acquire(sid):
+        ctx.limiter.release(sid)
+        return "capacity"
+    return None
+
+
+def release_slot(ctx: Context, service_id: str) -> None:
+    """Give back what ``take_slot`` took."""
+    ctx.limiter.release(service_id)
+    ctx.capacity.release(service_id)
+
+
+def slot_refusal(ctx: Context, reason: str, service_id: str) -> bytes:
+    """The HTTP reply to a refused slot: 429 for the plan's limit, 503 with the reason for capacity."""
+    if reason == "limit":
+        return build_reply(429, "too many concurrent connections for this service")
+    return build_reply(503, ctx.capacity.reason(service_id))

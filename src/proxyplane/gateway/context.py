@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .access import AccessProvider
+from .capacity import Capacity
 from .deadlines import Deadlines
 from .destinations import DEFAULT_DENY, DestinationPolicy
 from .limits import ConnectionLimiter
@@ -31,6 +32,8 @@ class Settings:
     deny_destinations: tuple[str, ...] = DEFAULT_DENY  # networks customers may not reach (destinations.py)
     allow_loopback: bool = False  # development only: let destinations on 127.0.0.0/8 and ::1 through
     tunnel_engine: bool = True  # plain HTTP and SOCKS5 listeners served by the C engine when it is built
+    fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: max(64, limit / 20)); capacity.py
+    service_fd_share: float = 0.5  # the fraction of the descriptor budget one service may hold
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Context:
     pool: UpstreamPool = field(default_factory=UpstreamPool)
     deadlines: Deadlines = field(default_factory=Deadlines)  # handshake, connect and idle timeouts
     destinations: DestinationPolicy = field(default_factory=DestinationPolicy)  # set from settings
+    capacity: Capacity = field(default_factory=Capacity)  # the descriptor budget (set from settings)
     # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
     unattributed_errors: Counter[str] = field(default_factory=Counter)
 

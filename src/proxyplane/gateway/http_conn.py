@@ -13,7 +13,7 @@ import asyncio
 from typing import cast
 
 from .access import Grant
-from .admission import http_credentials
+from .admission import http_credentials, release_slot, slot_refusal, take_slot
 from .context import Context
 from .protocol.errors import ProtocolError
 from .protocol.http_proxy import (
@@ -237,7 +237,7 @@ class HttpProxyConnection(asyncio.Protocol):
 
     def release_slot(self) -> None:
         if self.service_id is not None:
-            self.ctx.limiter.release(self.service_id)
+            release_slot(self.ctx, self.service_id)
             self.service_id = None
 
     # -- requests --
@@ -269,9 +269,10 @@ class HttpProxyConnection(asyncio.Protocol):
         service = grant.service
         if service.service_id != self.service_id:
             self.release_slot()
-            if not ctx.limiter.acquire(service.service_id, service.max_connections):
-                self.fail(429, "too many concurrent connections for this service", "limit",
-                          service.service_id, host)
+            refused = take_slot(ctx, service)
+            if refused is not None:
+                ctx.error(service.service_id, host, refused)
+                self.reply_and_close(slot_refusal(ctx, refused, service.service_id))
                 return None
             self.service_id = service.service_id
             ctx.meter.record(service.service_id, host, connections=1)

@@ -77,6 +77,8 @@ class GatewayNode:
             allow_loopback=settings.dev_allow_loopback,
             deny_destinations=deny_list(settings.deny_destinations),
             tunnel_engine=settings.tunnel_engine,
+            fd_reserve=settings.fd_reserve,
+            service_fd_share=settings.service_fd_share,
         )
         self.table = AccessTable()
         self.store = StoreSync(db, box, self.table, poll_interval=settings.poll_seconds)

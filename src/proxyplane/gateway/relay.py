@@ -161,4 +161,5 @@ class Relay:
         ctx.meter.close_flow(self.flow)
         if self.slot is not None:
             ctx.limiter.release(self.slot)
+            ctx.capacity.release(self.slot)  # its descriptors in the node's budget (capacity.py)
             self.slot = None

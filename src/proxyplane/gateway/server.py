@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from .access import AccessProvider
+from .capacity import Capacity
 from .context import Context, Settings
 from .destinations import DestinationPolicy
 from .http_conn import HttpProxyConnection
@@ -60,6 +61,7 @@ class Gateway:
                            settings, UpstreamPool(settings.max_idle_upstreams_per_destination,
                                                   settings.upstream_idle_timeout))
         self.ctx.destinations = DestinationPolicy(settings.deny_destinations, settings.allow_loopback)
+        self.ctx.capacity = Capacity(settings.fd_reserve, settings.service_fd_share)
         self.sink = sink
         self._gateway_servers: dict[str, asyncio.Server | Listener] = {}
         self._static_servers: dict[str, dict[str, asyncio.Server | Listener]] = {}
@@ -170,6 +172,7 @@ class Gateway:
             await asyncio.sleep(interval)
             try:
                 ctx.deadlines.sweep()
+                ctx.capacity.refresh()
                 if self.tunnels is not None:
                     self.tunnels.sweep()
                 if time.monotonic() >= next_pool:

@@ -7,7 +7,7 @@ import socket
 from typing import cast
 
 from .access import AuthError, Grant, authenticate
-from .admission import SocksRefusal, socks_admit
+from .admission import SocksRefusal, release_slot, socks_admit
 from .context import Context
 from .metering import Flow
 from .protocol import socks5
@@ -196,7 +196,7 @@ class Socks5Connection(asyncio.Protocol):
             self.udp.close()
             self.udp = None
         if self.slot is not None:
-            self.ctx.limiter.release(self.slot)
+            release_slot(self.ctx, self.slot)
             self.slot = None
 
     def close(self) -> None:

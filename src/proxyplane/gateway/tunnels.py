@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .access import Grant
-from .admission import http_credentials
+from .admission import http_credentials, release_slot, slot_refusal, take_slot
 from .destinations import BlockedDestination
 from .protocol import socks5
 from .protocol.errors import ProtocolError
@@ -303,9 +303,10 @@ class TunnelEngine:
             return
         service = grant.service
         sid = service.service_id
-        if not ctx.limiter.acquire(sid, service.max_connections):
-            ctx.error(sid, host, "limit")
-            self.reply_close(cid, build_reply(429, "too many concurrent connections for this service"))
+        refused = take_slot(ctx, service)
+        if refused is not None:
+            ctx.error(sid, host, refused)
+            self.reply_close(cid, slot_refusal(ctx, refused, sid))
             return
         rec = self.conns[cid] = Tunnel(grant, static_ip, False)
         rec.slot, rec.host, rec.port = sid, host, req.port
@@ -388,4 +389,4 @@ class TunnelEngine:
             flow.up, flow.down = up, down
             self.ctx.meter.close_flow(flow)
         if rec.slot is not None:
-            self.ctx.limiter.release(rec.slot)
+            release_slot(self.ctx, rec.slot)
