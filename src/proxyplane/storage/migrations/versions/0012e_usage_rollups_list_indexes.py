@@ -33,20 +33,22 @@ def truncate(dialect: str, column: str, span: str) -> str:
     return f"(date_trunc('{unit}', {column} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
 
 
-def backfill_sql(dialect: str) -> list[str]:
-    """Statements that add every minute row to the (empty) rollups: hours from the minutes, then days
-    from the hours just written. Also used by bench/platform_data.py after generating minutes."""
+def backfill_sql(dialect: str, where: str = "") -> list[str]:
+    """Statements that add the minute rows to the rollups (empty for those rows): hours from the
+    minutes, then days from the hours just written. `where`, on `service_id` only, limits them to some
+    services (bench/platform_data.py uses it after generating minutes set-based)."""
     out = []
     for table, source, key, sums in (
         ("usage_rollups", "usage_minutes", "host", f"{COUNTERS}) SELECT"),
         ("usage_error_rollups", "usage_errors", "category", "count) SELECT"),
     ):
         values = SUMS if table == "usage_rollups" else "sum(count)"
-        for span, src, col, cond in (("h", source, "minute", ""), ("d", table, "bucket", "WHERE span = 'h'")):
+        for span, src, col, cond in (("h", source, "minute", "true"), ("d", table, "bucket", "span = 'h'")):
             bucket = truncate(dialect, col, span)
+            cond += f" AND {where}" if where else ""
             out.append(
                 f"INSERT INTO {table} (service_id, span, bucket, {key}, {sums} service_id, '{span}', "
-                f"{bucket}, {key}, {values} FROM {src} {cond} GROUP BY service_id, {bucket}, {key}"
+                f"{bucket}, {key}, {values} FROM {src} WHERE {cond} GROUP BY service_id, {bucket}, {key}"
             )
     return out
 

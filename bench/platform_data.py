@@ -1,0 +1,381 @@
+"""Control-plane data at provider scale (issue 15, points 2-4): stock import, usage reads, list paging.
+
+    python bench/platform_data.py --db URL --size provider     # or --size small (seconds; CI's size)
+
+`measure(database_url, size)` (also used by bench/platform.py) generates what it measures in the given
+(migrated) database and removes it afterwards:
+- stock: a /16 and (provider size) 1,000,000 more IPs imported with `domains/stock/bulk.import_rows`
+  (the `admin stock add-range` path) into pool proxy_isp, country KZ; IPs/s per import;
+- usage: services with every minute of 30 days (43,200 minute rows each) among 10,000 services with a
+  few minutes a day, written set-based (generate_series / a recursive CTE) plus their rollups (the
+  migration's backfill); `domains/usage/service.totals` (what GET .../usage runs: counters and errors by
+  category) p50 over windows of 1 h, 1 d and 30 d with ragged ends; per-minute series over 1 h and 1 d;
+- lists: one customer with 10,000 services, 100,000 ledger entries and 10,000 invoices; the domain list
+  functions of GET /customer/services, /wallet/ledger and /invoices, p50 at the first, middle and last
+  page (limit 50).
+The machine is shared while it runs: figures are noisy (p50 of repeated calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, insert, select, text
+
+from proxyplane.core.settings import Settings
+from proxyplane.domains.invoices import service as invoices
+from proxyplane.domains.services import service as services
+from proxyplane.domains.stock import bulk
+from proxyplane.domains.usage import service as usage
+from proxyplane.domains.wallet import service as wallet
+from proxyplane.storage.engine import Database
+from proxyplane.storage.migrate import upgrade
+from proxyplane.storage.models import Customer, LedgerEntry, Service, StockIp
+from proxyplane.storage.models.billing import Invoice
+
+Row = tuple[str, str, str, bool]
+SIZES: dict[str, dict[str, int]] = {
+    "small": {
+        "range_bits": 10,
+        "million": 0,
+        "dense": 3,
+        "sparse": 50,
+        "days": 2,
+        "services": 300,
+        "ledger": 3_000,
+        "invoices": 300,
+        "repeat": 7,
+    },
+    "provider": {
+        "range_bits": 16,
+        "million": 1_000_000,
+        "dense": 20,
+        "sparse": 9_980,
+        "days": 30,
+        "services": 10_000,
+        "ledger": 100_000,
+        "invoices": 10_000,
+        "repeat": 25,
+    },
+}
+BASE = datetime(2026, 9, 1, tzinfo=UTC)  # first minute of the generated usage
+IMPORT_TARGET, USAGE_TARGET_MS, LIST_TARGET_MS = 50_000, 50.0, 20.0
+
+
+def _backfill_sql() -> Callable[..., list[str]]:
+    path = Path(__file__).resolve().parents[1] / "src/proxyplane/storage/migrations/versions"
+    spec = importlib.util.spec_from_file_location("m0012e", path / "0012e_usage_rollups_list_indexes.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.backfill_sql  # type: ignore[no-any-return]
+
+
+async def p50_ms(db: Database, repeat: int, call: Callable[[Any], Awaitable[Any]]) -> float:
+    """Median wall time of `call(session)` in its own read unit of work (opened and closed)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        async with db.unit_of_work(write=False) as uow:
+            await call(uow.session)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+# --- stock ----------------------------------------------------------------------------------------
+
+
+async def import_rate(db: Database, first: int, count: int) -> tuple[float, int]:
+    """(IPs/s, IPs added) importing `count` addresses from `first` in one transaction."""
+    t0 = time.perf_counter()
+    async with db.unit_of_work() as uow:
+        rows = bulk.range_rows(first, first + count - 1, "KZ", "KZ")
+        result = await bulk.import_rows(uow.session, "proxy_isp", rows)
+        await uow.commit()
+    return count / (time.perf_counter() - t0), result.added
+
+
+async def stock_rows(db: Database, size: dict[str, int]) -> list[Row]:
+    async with db.unit_of_work(write=False) as uow:
+        before = int(await uow.session.scalar(select(func.coalesce(func.max(StockIp.id), 0))) or 0)
+    n = (1 << size["range_bits"]) - 2
+    first = (127 << 24) | (200 << 16) | 1  # 127.200.0.1 .. : hosts of a /16 (or smaller)
+    out: list[Row] = []
+    try:
+        rate, added = await import_rate(db, first, n)
+        full = size["range_bits"] >= 16  # the target is set for a /16; a small range is all overhead
+        out.append(
+            (
+                f"import a /{32 - size['range_bits']} ({n:,} IPs)",
+                f"{rate:,.0f} IPs/s ({added:,} new)",
+                f">= {IMPORT_TARGET:,} IPs/s" if full else "- (set for a /16)",
+                rate >= IMPORT_TARGET or not full,
+            )
+        )
+        if size["million"]:
+            start = (127 << 24) | (201 << 16)  # 127.201.0.0 .. 127.216.66.63
+            rate, added = await import_rate(db, start, size["million"])
+            async with db.unit_of_work(write=False) as uow:
+                stock = int(await uow.session.scalar(select(func.count()).select_from(StockIp)) or 0)
+            out.append(
+                (
+                    f"import 1,000,000 IPs (stock after: {stock:,})",
+                    f"{rate:,.0f} IPs/s ({added:,} new)",
+                    f">= {IMPORT_TARGET:,} IPs/s",
+                    rate >= IMPORT_TARGET,
+                )
+            )
+    finally:
+        async with db.unit_of_work() as uow:  # leave the stock as it was
+            await uow.session.execute(
+                text(
+                    "DELETE FROM stock_ips WHERE id > :id AND country_maxmind = 'KZ' AND assigned_count = 0"
+                ),
+                {"id": before},
+            )
+            await uow.commit()
+    return out
+
+
+# --- usage ----------------------------------------------------------------------------------------
+
+
+def _numbers(postgres: bool, n: int) -> str:
+    if postgres:
+        return f"WITH g(n) AS (SELECT generate_series(0, {n - 1}))"
+    return f"WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < {n - 1})"
+
+
+def _minute(postgres: bool) -> str:
+    if postgres:
+        return "(CAST(:base AS timestamptz) + g.n * interval '1 minute')"
+    return "strftime('%Y-%m-%d %H:%M:%S.000000', :base, '+' || g.n || ' minutes')"
+
+
+async def generate_usage(db: Database, size: dict[str, int]) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    """(dense, all) service ids; minutes, errors and rollups written set-based."""
+    postgres = not db.is_sqlite
+    dense = [uuid.uuid4() for _ in range(size["dense"])]
+    sparse = [uuid.uuid4() for _ in range(size["sparse"])]
+    base = BASE if postgres else BASE.strftime("%Y-%m-%d %H:%M:%S")
+    minutes = size["days"] * 1440
+    counters = "g.n % 7 + 1, 1, g.n % 1000, (g.n * 7) % 5000"
+    async with db.unit_of_work() as uow:
+        conn = await uow.session.connection()
+        sid_type = "uuid" if postgres else "CHAR(32)"
+        await conn.exec_driver_sql(
+            f"CREATE TEMP TABLE bench_sids (sid {sid_type} NOT NULL, dense INT NOT NULL)"
+        )
+        values = [{"sid": s if postgres else s.hex, "dense": int(s in set(dense))} for s in dense + sparse]
+        await conn.execute(text("INSERT INTO bench_sids VALUES (:sid, :dense)"), values)
+        for dense_flag, count, minute_of in (
+            (1, minutes, "g.n"),
+            (0, size["days"] * 4, "(g.n / 4) * 1440 + 600 + (g.n % 4) * 17"),
+        ):
+            minute = _minute(postgres).replace("g.n", f"({minute_of})")
+            numbers, where = (
+                _numbers(postgres, count),
+                f"FROM bench_sids s CROSS JOIN g WHERE s.dense = {dense_flag}",
+            )
+            await conn.execute(
+                text(
+                    f"{numbers} INSERT INTO usage_minutes (service_id, minute, host, requests, connections, "
+                    f"bytes_up, bytes_down, errors) SELECT s.sid, {minute}, 'a.example', {counters}, "
+                    f"CASE WHEN g.n % 97 = 0 THEN 1 ELSE 0 END {where}"
+                ),
+                {"base": base},
+            )
+            await conn.execute(
+                text(
+                    f"{numbers} INSERT INTO usage_errors (service_id, minute, host, category, count) "
+                    f"SELECT s.sid, {minute}, 'a.example', 'upstream', 1 {where} AND g.n % 97 = 0"
+                ),
+                {"base": base},
+            )
+        for statement in _backfill_sql()(conn.dialect.name, "service_id IN (SELECT sid FROM bench_sids)"):
+            await conn.exec_driver_sql(statement)
+        await conn.exec_driver_sql("DROP TABLE bench_sids")
+        await uow.commit()
+    return dense, dense + sparse
+
+
+async def drop_usage(db: Database, sids: list[uuid.UUID]) -> None:
+    async with db.unit_of_work() as uow:
+        for table in ("usage_minutes", "usage_errors", "usage_rollups", "usage_error_rollups"):
+            for i in range(0, len(sids), 500):
+                part = sids[i : i + 500]
+                params = {f"s{j}": s if not db.is_sqlite else s.hex for j, s in enumerate(part)}
+                marks = ", ".join(f":s{j}" for j in range(len(part)))
+                await uow.session.execute(text(f"DELETE FROM {table} WHERE service_id IN ({marks})"), params)
+        await uow.commit()
+
+
+async def usage_rows(db: Database, size: dict[str, int]) -> list[Row]:
+    t0 = time.perf_counter()
+    dense, every = await generate_usage(db, size)
+    made = time.perf_counter() - t0
+    rng = random.Random(5)
+    out: list[Row] = []
+    try:
+        last = BASE + timedelta(days=size["days"])
+        for label, length in (
+            ("1 h", timedelta(hours=1)),
+            ("1 d", timedelta(days=1)),
+            (f"{size['days']} d", timedelta(days=size["days"]) - timedelta(minutes=20)),
+        ):
+
+            async def read(session: Any, length: timedelta = length) -> None:
+                start = BASE + timedelta(
+                    seconds=rng.randrange(int((last - BASE - length).total_seconds()) + 1)
+                )
+                t = await usage.totals(
+                    session, rng.choice(dense), start + timedelta(seconds=7), start + length
+                )
+                assert t.requests > 0
+
+            ms = await p50_ms(db, size["repeat"], read)
+            out.append(
+                (
+                    f"usage totals + errors over {label} (minute data: {len(dense)} of {len(every):,} "
+                    f"services, {size['days']} d)",
+                    f"{ms:.1f} ms p50",
+                    f"< {USAGE_TARGET_MS:.0f} ms",
+                    ms < USAGE_TARGET_MS,
+                )
+            )
+        for label, length in (("1 h", timedelta(hours=1)), ("1 d", timedelta(days=1))):
+
+            async def points(session: Any, length: timedelta = length) -> None:
+                start = BASE + timedelta(hours=rng.randrange(size["days"] * 24 - 24))
+                assert await usage.series(session, rng.choice(dense), start, start + length)
+
+            ms = await p50_ms(db, size["repeat"], points)
+            out.append(
+                (
+                    f"usage series (per minute) over {label}",
+                    f"{ms:.1f} ms p50",
+                    f"< {USAGE_TARGET_MS:.0f} ms",
+                    ms < USAGE_TARGET_MS,
+                )
+            )
+    finally:
+        await drop_usage(db, every)
+    out.append(("usage data generated (minutes + rollups, set-based)", f"{made:.1f} s", "-", True))
+    return out
+
+
+# --- lists ----------------------------------------------------------------------------------------
+
+
+async def generate_customer(db: Database, size: dict[str, int]) -> int:
+    tag = uuid.uuid4().hex[:12]
+    async with db.unit_of_work() as uow:
+        s = uow.session
+        customer = Customer(email=f"bench-{tag}@example.com", password_hash="x", name="bench")
+        s.add(customer)
+        await s.flush()
+        cid = customer.id
+        svc = [
+            {
+                "customer_id": cid,
+                "product_kind": "proxy_datacenter",
+                "status": "expired",
+                "login": f"b{tag}{i}",
+                "password_enc": "x",
+                "segments": [],
+                "parameters": {},
+            }
+            for i in range(size["services"])
+        ]
+        for i in range(0, len(svc), 5_000):
+            await s.execute(insert(Service), svc[i : i + 5_000])
+        entries = [
+            {
+                "customer_id": cid,
+                "amount_cents": 100,
+                "balance_after_cents": 100 * (i + 1),
+                "kind": "credit",
+                "description": "bench",
+            }
+            for i in range(size["ledger"])
+        ]
+        for i in range(0, len(entries), 10_000):
+            await s.execute(insert(LedgerEntry), entries[i : i + 10_000])
+        invs = [{"customer_id": cid, "kind": "deposit", "total_cents": 100} for _ in range(size["invoices"])]
+        for i in range(0, len(invs), 5_000):
+            await s.execute(insert(Invoice), invs[i : i + 5_000])
+        await uow.commit()
+    return cid
+
+
+async def list_rows(db: Database, size: dict[str, int]) -> list[Row]:
+    cid = await generate_customer(db, size)
+    out: list[Row] = []
+    try:
+        lists: dict[str, tuple[int, Callable[[Any, int], Awaitable[Any]]]] = {
+            "services": (size["services"], lambda s, o: services.list_for_customer(s, cid, o, 50)),
+            "ledger": (size["ledger"], lambda s, o: wallet.ledger(s, cid, o, 50)),
+            "invoices": (size["invoices"], lambda s, o: invoices.list_for_customer(s, cid, o, 50)),
+        }
+        for name, (total, page) in lists.items():
+            for where, offset in (("first", 0), ("middle", total // 2), ("last", total - 50)):
+
+                async def call(
+                    session: Any, page: Any = page, offset: int = offset, total: int = total
+                ) -> None:
+                    rows, counted = await page(session, offset)
+                    assert len(rows) == 50 and counted == total
+
+                ms = await p50_ms(db, size["repeat"], call)
+                out.append(
+                    (
+                        f"list {name} ({total:,}), {where} page (offset {offset:,}, limit 50)",
+                        f"{ms:.1f} ms p50",
+                        f"< {LIST_TARGET_MS:.0f} ms",
+                        ms < LIST_TARGET_MS,
+                    )
+                )
+    finally:
+        async with db.unit_of_work() as uow:
+            await uow.session.execute(text("DELETE FROM customers WHERE id = :id"), {"id": cid})
+            await uow.commit()
+    return out
+
+
+async def measure(database_url: str, size: str) -> list[Row]:
+    """(figure, measured, target, ok) rows for issue 15 points 2-4 on this database."""
+    url = Settings(database_url=database_url).resolved_database_url()
+    await upgrade(url)
+    db = Database(url)
+    try:
+        s = SIZES[size]
+        return [*await stock_rows(db, s), *await usage_rows(db, s), *await list_rows(db, s)]
+    finally:
+        await db.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", required=True, help="database URL (sqlite:///... or postgresql://...)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    args = parser.parse_args()
+    rows = asyncio.run(measure(args.db, args.size))
+    print(f"| figure ({args.size}, {args.db.split(':')[0]}) | measured | target | ok |\n|---|---|---|---|")
+    for figure, measured, target, ok in rows:
+        print(f"| {figure} | {measured} | {target} | {'yes' if ok else 'NO'} |")
+    sys.exit(0 if all(r[3] for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()
