@@ -28,6 +28,7 @@ from proxyplane.domains.invoices.pdf import (
     render_invoice_pdf,
 )
 from proxyplane.domains.pricing import Quote
+from proxyplane.storage import paging
 from proxyplane.storage.models import Customer, Deposit, LedgerEntry, Service
 from proxyplane.storage.models.billing import Invoice, InvoiceCreditNote, InvoiceItem
 
@@ -196,11 +197,7 @@ async def list_for_customer(
     cond = [Invoice.customer_id == customer_id]
     if service_id is not None:
         cond.append(Invoice.service_id == service_id)
-    rows = await session.execute(
-        select(Invoice).where(*cond).order_by(Invoice.id.desc()).offset(offset).limit(limit)
-    )
-    total = await session.scalar(select(func.count()).select_from(Invoice).where(*cond))
-    return list(rows.scalars()), int(total or 0)
+    return await paging.page(session, Invoice, Invoice.id, cond, offset, limit)
 
 
 async def items(session: AsyncSession, invoice_id: int) -> list[InvoiceItem]:

@@ -33,6 +33,7 @@ from proxyplane.domains.pricing.money import percent_of
 from proxyplane.domains.pricing.proration import refund_unused
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
+from proxyplane.storage import paging
 from proxyplane.storage.models import LedgerEntry, Service, ServiceIp, ServiceWhitelist
 
 SERVED_STATUSES = ("active",)
@@ -159,15 +160,9 @@ async def get_by_login(session: AsyncSession, login: str) -> Service | None:
 async def list_for_customer(
     session: AsyncSession, customer_id: int, offset: int, limit: int
 ) -> tuple[list[Service], int]:
-    rows = await session.execute(
-        select(Service)
-        .where(Service.customer_id == customer_id)
-        .order_by(Service.number.desc())
-        .offset(offset)
-        .limit(limit)
+    return await paging.page(
+        session, Service, Service.number, [Service.customer_id == customer_id], offset, limit
     )
-    total = await session.scalar(select(func.count()).where(Service.customer_id == customer_id))
-    return list(rows.scalars()), int(total or 0)
 
 
 async def service_ips(session: AsyncSession, service_id: uuid.UUID) -> list[ServiceIp]:

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.wallet import ledger_entry_added
+from proxyplane.storage import paging
 from proxyplane.storage.models import LedgerEntry, Wallet
 
 # session.info key: cents debited in this transaction (invoke() checks an optional price guard before commit)
@@ -126,12 +127,6 @@ async def _append(
 async def ledger(
     session: AsyncSession, customer_id: int, offset: int, limit: int
 ) -> tuple[list[LedgerEntry], int]:
-    rows = await session.execute(
-        select(LedgerEntry)
-        .where(LedgerEntry.customer_id == customer_id)
-        .order_by(LedgerEntry.id.desc())
-        .offset(offset)
-        .limit(limit)
+    return await paging.page(
+        session, LedgerEntry, LedgerEntry.id, [LedgerEntry.customer_id == customer_id], offset, limit
     )
-    total = await session.scalar(select(func.count()).where(LedgerEntry.customer_id == customer_id))
-    return list(rows.scalars()), int(total or 0)
