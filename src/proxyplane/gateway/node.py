@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import logging
 import ssl
 from pathlib import Path
+from typing import Any
 
 from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
 from proxyplane.core.security import SecretBox
@@ -18,11 +20,14 @@ from proxyplane.storage.engine import Database
 from .access import AccessTable
 from .context import Settings as DataPlaneSettings
 from .destinations import deny_list
+from .local_ips import LocalAddresses
 from .node_limits import NodeCounts
 from .server import Gateway, GatewayConfig
 from .sticky_sync import SharedRouter, StickySync
 from .store import StoreSync
 from .usage_sink import store_sink
+
+log = logging.getLogger(__name__)
 
 
 def self_signed(home: Path) -> tuple[str, str]:
@@ -112,12 +117,17 @@ class GatewayNode:
         self.counts = NodeCounts(
             db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
         )
+        self.addresses = LocalAddresses(db, self.sticky.node_id, self.table)
 
     async def start(self) -> None:
         await self.store.start()
         await self.sticky.start()
         await self.counts.start()
         await self.gateway.start()
+        try:
+            await self.addresses.start()
+        except Exception:  # the exit-IP report must never keep the node from serving
+            log.exception("local address report not started")
 
     def notify(self, service_id: object = None) -> None:
         """In-process fast path for the API's change signals."""
@@ -138,10 +148,28 @@ class GatewayNode:
             for kind in kinds:
                 port = self.gateway.static_port("::" if ":" in host else "0.0.0.0", kind)
                 lines.append(f"static   {kind:5} {host}:{port} for {count} exit IP(s)")
+        missing = self.addresses.nonlocal_count
+        if missing:
+            sample = ", ".join(self.addresses.nonlocal_sample[:3])
+            lines.append(f"static   {missing} exit IP(s) not local to this host, not served ({sample} ..)")
         return lines
+
+    def status(self) -> dict[str, Any]:
+        """The node's state: listeners, exit IPs (and those it cannot serve), the descriptor budget."""
+        gateway = self.gateway
+        static = gateway.static_listeners()
+        return {
+            "node_id": self.sticky.node_id,
+            "listening_sockets": len(gateway._gateway_servers) + sum(len(k) for k in static.values()),
+            "static_listeners": static,
+            "static_exit_ips": len(gateway.ctx.access.listen_ips()),
+            **self.addresses.status(),
+            "capacity": gateway.ctx.capacity.status(),
+        }
 
     async def close(self) -> None:
         await self.gateway.close()  # flushes usage once more
+        await self.addresses.close()
         await self.counts.close()
         await self.sticky.close()
         await self.store.close()

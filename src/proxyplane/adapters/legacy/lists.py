@@ -25,6 +25,7 @@ from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.services import service as services
 from proxyplane.domains.usage import service as usage
+from proxyplane.gateway.local_ips import inactive_by_prefixes
 from proxyplane.ops import Context, Effect, Operation
 from proxyplane.storage.models import ServiceIp, StockIp
 
@@ -103,7 +104,8 @@ class StatusRef(BaseModel):
 
 async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
     """IPs of the service that are not served: all of them while the service is not active, otherwise
-    those the operator retired from stock (still allocated until a refresh replaces them)."""
+    those the operator retired from stock (still allocated until a refresh replaces them) and those no
+    live gateway node can serve (local to none of their hosts: gateway/local_ips.py), in allocation order."""
     svc = await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
     if svc.product_kind == ROTATING:
         return []
@@ -120,7 +122,10 @@ async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
         )
         .order_by(ServiceIp.id)
     )
-    return list(retired.scalars())
+    out = set(retired.scalars())
+    unserved = await inactive_by_prefixes(ctx.session, [ip.address for ip in held])
+    out.update(unserved or ())
+    return [ip.address for ip in held if ip.address in out]
 
 
 ERROR_WINDOW = timedelta(minutes=15)

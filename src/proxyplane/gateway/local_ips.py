@@ -1,0 +1,217 @@
+"""Which exit IPs a node can serve: its host's local addresses, as a short list of prefixes.
+
+A static listener is a wildcard socket (server.py): it receives connections for every address local to the
+host, so an exit IP is served exactly when it lies in one of the host's local address prefixes. Those are
+read from the kernel's ``local`` routing table over netlink (e.g. ``127.0.0.0/8`` is one local route,
+each configured address one /32 or /128), collapsed: a handful of prefixes whatever the number of exit IPs.
+Cost: O(prefixes) to publish, O(exit IPs) to count the ones outside, done off the event loop and only when
+the access table or the prefixes changed.
+
+``LocalAddresses`` (one per node) refreshes them at start and every ``interval`` (30 s), counts the static
+exit IPs outside them (the node's status), and writes one row of ``gateway_node_addresses`` (the prefixes,
+that count, a heartbeat); it deletes the row when the node stops. ``inactive_by_prefixes`` gives the legacy
+``networkstatus/inactive`` the IPs no live node (heartbeat within ``STALE`` seconds) can serve; while no
+node has published a row, nothing is reported on these grounds (unknown is not inactive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import socket
+import struct
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.storage.engine import Database
+from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
+
+from .access import AccessProvider
+
+log = logging.getLogger(__name__)
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+STALE = 90.0  # seconds: a node row older than this is not live
+SAMPLE = 10  # non-local exit IPs kept for the status
+
+_RTM_GETROUTE, _NLMSG_DONE, _NLMSG_ERROR = 26, 3, 2
+_NLM_F_REQUEST, _NLM_F_DUMP = 1, 0x300
+_RT_TABLE_LOCAL, _RTN_LOCAL, _RTA_DST, _RTA_TABLE = 255, 2, 1, 15
+
+
+def _dump_local_routes(family: int) -> list[Network]:
+    """The ``local`` routes of one address family (RTM_GETROUTE dump over a netlink socket)."""
+    out: list[Network] = []
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) as sock:  # NETLINK_ROUTE
+        sock.settimeout(2.0)
+        rtmsg = struct.pack("BBBBBBBBI", family, 0, 0, 0, 0, 0, 0, 0, 0)
+        header = struct.pack("=IHHII", 16 + len(rtmsg), _RTM_GETROUTE, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0)
+        sock.send(header + rtmsg)
+        size = 4 if family == socket.AF_INET else 16
+        while True:
+            data = sock.recv(1 << 16)
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind, _flags, _seq, _pid = struct.unpack_from("=IHHII", data, offset)
+                if kind == _NLMSG_DONE:
+                    return out
+                if kind == _NLMSG_ERROR:
+                    raise OSError("netlink route dump refused")
+                if length < 16:
+                    return out
+                body = data[offset + 16:offset + length]
+                fam, dst_len, _s, _t, table, _p, _c, rtype, _f = struct.unpack_from("BBBBBBBBI", body)
+                dst = None
+                pos = 12
+                while pos + 4 <= len(body):
+                    rta_len, rta_type = struct.unpack_from("=HH", body, pos)
+                    if rta_len < 4:
+                        break
+                    value = body[pos + 4:pos + rta_len]
+                    if rta_type == _RTA_DST and len(value) == size:
+                        dst = value
+                    elif rta_type == _RTA_TABLE and len(value) == 4:
+                        table = struct.unpack("=I", value)[0]
+                    pos += (rta_len + 3) & ~3
+                if fam == family and table == _RT_TABLE_LOCAL and rtype == _RTN_LOCAL and dst is not None:
+                    address = ipaddress.ip_address(dst)
+                    out.append(ipaddress.ip_network(f"{address}/{dst_len}", strict=False))
+                offset += (length + 3) & ~3
+
+
+def local_prefixes() -> list[Network] | None:
+    """The host's local address prefixes, collapsed (None where netlink is not available)."""
+    found: list[Network] = []
+    try:
+        for family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                found.extend(_dump_local_routes(family))
+            except OSError:
+                if family == socket.AF_INET:
+                    raise
+    except (OSError, AttributeError, ValueError):
+        return None
+    v4 = [n for n in found if n.version == 4]
+    v6 = [n for n in found if n.version == 6]
+    return [*ipaddress.collapse_addresses(v4), *ipaddress.collapse_addresses(v6)]  # type: ignore[list-item]
+
+
+def parse_prefixes(texts: Iterable[str]) -> list[Network]:
+    out = []
+    for text in texts:
+        with contextlib.suppress(ValueError):
+            out.append(ipaddress.ip_network(text, strict=False))
+    return out
+
+
+def outside(ips: Iterable[str], prefixes: list[Network]) -> list[str]:
+    """The IPs contained in none of ``prefixes`` (unparsable ones count as outside)."""
+    ranges = {4: [(int(n.network_address), int(n.netmask)) for n in prefixes if n.version == 4],
+              6: [(int(n.network_address), int(n.netmask)) for n in prefixes if n.version == 6]}
+    out = []
+    for ip in ips:
+        try:
+            if ":" in ip:
+                value, checks = int.from_bytes(socket.inet_pton(socket.AF_INET6, ip), "big"), ranges[6]
+            else:
+                value, checks = int.from_bytes(socket.inet_aton(ip), "big"), ranges[4]
+        except OSError:
+            out.append(ip)
+            continue
+        for network, mask in checks:
+            if value & mask == network:
+                break
+        else:
+            out.append(ip)
+    return out
+
+
+class LocalAddresses:
+    def __init__(self, db: Database, node_id: str, access: AccessProvider, interval: float = 30.0) -> None:
+        self.db, self.node_id, self.access, self.interval = db, node_id, access, interval
+        self.prefixes: list[Network] | None = None
+        self.nonlocal_count = 0
+        self.nonlocal_sample: list[str] = []
+        self._counted: tuple[Any, ...] | None = None  # (access version, prefixes) last counted
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.refresh()
+        self._task = asyncio.ensure_future(self._run())
+
+    async def refresh(self) -> None:
+        prefixes = await asyncio.to_thread(local_prefixes)
+        self.prefixes = prefixes
+        if prefixes is not None:
+            key = (getattr(self.access, "version", None), tuple(prefixes))
+            if key != self._counted or key[0] is None:
+                missing = await asyncio.to_thread(outside, self.access.listen_ips(), prefixes)
+                if missing and len(missing) != self.nonlocal_count:
+                    log.warning("%d static exit IP(s) are not local to this node (e.g. %s): they cannot be "
+                                "served here", len(missing), ", ".join(sorted(missing)[:3]))
+                self.nonlocal_count, self.nonlocal_sample = len(missing), sorted(missing)[:SAMPLE]
+                self._counted = key
+        await self.publish()
+
+    async def publish(self) -> None:
+        now = utcnow()
+        texts = [str(n) for n in self.prefixes or ()]
+        insert = sqlite_insert if self.db.is_sqlite else pg_insert
+        stmt = insert(GatewayNodeAddresses).values(node_id=self.node_id, prefixes=texts,
+                                                   nonlocal_ips=self.nonlocal_count, updated_at=now)
+        stmt = stmt.on_conflict_do_update(index_elements=["node_id"], set_={
+            "prefixes": stmt.excluded.prefixes, "nonlocal_ips": stmt.excluded.nonlocal_ips,
+            "updated_at": now})
+        async with self.db.unit_of_work(write=True) as uow:
+            await uow.session.execute(stmt)
+            await uow.session.execute(delete(GatewayNodeAddresses).where(
+                GatewayNodeAddresses.updated_at < now - timedelta(hours=1)))
+            await uow.commit()
+
+    def status(self) -> dict[str, Any]:
+        return {"local_prefixes": [str(n) for n in self.prefixes] if self.prefixes is not None else None,
+                "nonlocal_exit_ips": self.nonlocal_count, "nonlocal_sample": list(self.nonlocal_sample)}
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("local address refresh failed; retrying")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        with contextlib.suppress(Exception):
+            async with self.db.unit_of_work(write=True) as uow:
+                await uow.session.execute(
+                    delete(GatewayNodeAddresses).where(GatewayNodeAddresses.node_id == self.node_id))
+                await uow.commit()
+
+
+async def inactive_by_prefixes(session: AsyncSession, ips: list[str],
+                               stale: float = STALE) -> list[str] | None:
+    """The IPs of ``ips`` that no live gateway node's local prefixes contain; None when no node is live
+    (then nothing can be said)."""
+    fresh = utcnow() - timedelta(seconds=stale)
+    rows = (await session.execute(
+        select(GatewayNodeAddresses.prefixes).where(GatewayNodeAddresses.updated_at > fresh))).all()
+    if not rows:
+        return None
+    prefixes = parse_prefixes(text for (texts,) in rows for text in (texts or ()))
+    return outside(ips, prefixes)
