@@ -31,7 +31,6 @@ def test_acquire_is_check_and_increment_per_host() -> None:
     assert t.release("svc", 1) and t.total("svc") == 2
     assert t.release("svc", 1) is False  # worker 1 holds none any more: nothing changes
     assert t.total("svc") == 2
-    assert t.stats is not None and t.stats.get(0)["admitted"] == 2 and t.stats.get(0)["open"] == 2
     t.check()
 
 
@@ -90,6 +89,20 @@ def test_a_dead_workers_connections_are_subtracted() -> None:
     assert t.drop_worker(0) == 10 and t.snapshot() == {}
 
 
+def test_worker_limiter_unlimited_services_stay_local() -> None:
+    t = counts_table()
+    a, b = WorkerLimiter(t, 0, "host-x"), WorkerLimiter(t, 1, "host-x")
+    assert a.acquire("free", 0) and a.acquire("free", 0) and b.acquire("capped", 2) and a.acquire("capped", 2)
+    assert b.acquire("capped", 2) is False  # the host total
+    assert t.snapshot() == {"capped": 2}  # the unlimited service never took the lock
+    assert a.snapshot() == {"capped": 2, "free": 2} and b.current("capped") == 2
+    a.release("free")
+    a.release("capped")
+    a.report()
+    assert t.stats is not None and (t.stats.get(0)["admitted"], t.stats.get(0)["open"]) == (3, 1)
+    assert b.acquire("capped", 2) is True
+
+
 def test_a_full_table_counts_per_worker() -> None:
     t = counts_table(capacity=8)  # 7/8 full: 7 services
     limiter = WorkerLimiter(t, 0, "host-x")
@@ -112,11 +125,12 @@ def test_forked_workers_never_exceed_the_limit() -> None:
         if pid == 0:
             code = 0
             try:
-                held = 0
+                held = admitted = 0
                 deadline = time.monotonic() + 1.0
                 while time.monotonic() < deadline:
                     if held < 2 and t.acquire("svc", w, 3):
                         held += 1
+                        admitted += 1
                         if t.total("svc") > 3:
                             code = 3
                     elif held:
@@ -125,6 +139,8 @@ def test_forked_workers_never_exceed_the_limit() -> None:
                 while held:
                     t.release("svc", w)
                     held -= 1
+                assert t.stats is not None
+                t.stats.set_counts(w, admitted, 0)
             except BaseException:
                 code = 1
             os._exit(code)
@@ -133,8 +149,8 @@ def test_forked_workers_never_exceed_the_limit() -> None:
     assert codes == [0, 0, 0, 0]
     assert t.total("svc") == 0 and t.snapshot() == {}
     assert t.stats is not None
-    admitted = [t.stats.get(w)["admitted"] for w in range(4)]
-    assert all(a > 100 for a in admitted), admitted
+    per_worker = [t.stats.get(w)["admitted"] for w in range(4)]
+    assert all(a > 100 for a in per_worker), per_worker
 
 
 def sticky_table(capacity: int = 16) -> SharedSticky:

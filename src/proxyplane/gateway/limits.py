@@ -45,28 +45,39 @@ class ConnectionLimiter:
 
 
 class WorkerLimiter(ConnectionLimiter):
-    """The limiter of worker ``worker`` of host ``host_id``: counts in the host's shared table. Its
-    ``snapshot``/``current`` are the host's (node_limits.py publishes them once per host, as the row
-    ``host_id``). Should the shared table be full, a service's connections are counted in this worker
-    alone (logged once; the limit then holds per worker, not per host)."""
+    """The limiter of worker ``worker`` of host ``host_id``. Connections of a service with a limit are
+    counted in the host's shared table (an exact check-and-increment across the workers, about 2 µs of
+    lock per acquire and per release); those of an unlimited service (limit 0: nothing to enforce) are
+    counted in this worker alone, without the lock. Should the shared table be full, a limited service is
+    counted here too (logged once; its limit then holds per worker, not per host). ``snapshot`` is the
+    host's shared counts plus this worker's own; node_limits.py publishes worker 0's once per host as the
+    row ``host_id``. ``report()`` copies this worker's admitted/open counts to the host's status."""
 
     def __init__(self, shared: SharedCounts, worker: int, host_id: str) -> None:
         super().__init__()
         self.shared, self.worker, self.host_id = shared, worker, host_id
+        self.admitted = 0
+        self.open = 0
 
     def acquire(self, service_id: str, limit: int) -> bool:
-        others = self._others.get(service_id, 0)
-        if service_id not in self._counts:  # the usual case: the shared table decides
-            taken = self.shared.acquire(service_id, self.worker, limit, others)
-            if taken is not None:
-                return taken
-        return super().acquire(service_id, limit)  # overflow (table full): counted here
+        taken: bool | None = None
+        if limit > 0 and service_id not in self._counts:  # the shared table decides
+            taken = self.shared.acquire(
+                service_id, self.worker, limit, self._others.get(service_id, 0)
+            )
+        if taken is None:  # unlimited, counted here already, or the table is full
+            taken = super().acquire(service_id, limit)
+        if taken:
+            self.admitted += 1
+            self.open += 1
+        return taken
 
     def release(self, service_id: str) -> None:
         if service_id in self._counts:
             super().release(service_id)
-        else:
-            self.shared.release(service_id, self.worker)
+            self.open -= 1
+        elif self.shared.release(service_id, self.worker):
+            self.open -= 1
 
     def current(self, service_id: str) -> int:
         return self.shared.total(service_id) + self._counts.get(service_id, 0)
@@ -76,3 +87,8 @@ class WorkerLimiter(ConnectionLimiter):
         for service_id, n in self._counts.items():
             counts[service_id] = counts.get(service_id, 0) + n
         return counts
+
+    def report(self) -> None:
+        stats = self.shared.stats
+        if stats is not None:
+            stats.set_counts(self.worker, self.admitted, self.open)

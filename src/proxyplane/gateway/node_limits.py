@@ -61,6 +61,8 @@ class NodeCounts:
 
     async def sync(self) -> None:
         """Publish this node's counts, then take the other live nodes' sums."""
+        if isinstance(self.limiter, WorkerLimiter):
+            self.limiter.report()
         now = utcnow()
         fresh = now - timedelta(seconds=self.stale)
         async with self.db.unit_of_work(write=True) as uow:

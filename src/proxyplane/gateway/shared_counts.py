@@ -13,7 +13,8 @@ dies, the supervisor subtracts its column (``drop_worker``), so its slots do not
 when its total falls to 0: the table holds only the services with open connections on this host
 (``capacity`` is the bound on that; a full table admits without the cross-worker check and logs once).
 
-``WorkerStats``: per worker pid, start time, restarts, admitted and open connections (the status file).
+``WorkerStats``: per worker pid, start time, restarts, admitted and open connections (the status file;
+the counts are copied there by each worker about once a second, see limits.WorkerLimiter.report).
 """
 
 from __future__ import annotations
@@ -106,14 +107,9 @@ class WorkerStats:
     def set_serving(self, worker: int, since: float) -> None:
         struct.pack_into("<d", self.mm, self._off(worker) + 32, since)
 
-    def add(self, worker: int, admitted: int, opened: int) -> None:
-        pid, restarts, started, a, o, serving = self.FMT.unpack_from(self.mm, self._off(worker))
-        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, a + admitted, o + opened,
-                           serving)
-
-    def set_open(self, worker: int, value: int) -> None:
-        pid, restarts, started, a, _, serving = self.FMT.unpack_from(self.mm, self._off(worker))
-        self.FMT.pack_into(self.mm, self._off(worker), pid, restarts, started, a, value, serving)
+    def set_counts(self, worker: int, admitted: int, opened: int) -> None:
+        """Written by the worker itself (its own row: no lock), about once a second."""
+        struct.pack_into("<qq", self.mm, self._off(worker) + 16, admitted, opened)
 
     def get(self, worker: int) -> dict[str, float | int]:
         pid, restarts, started, admitted, opened, serving = self.FMT.unpack_from(self.mm, self._off(worker))
@@ -216,8 +212,6 @@ class SharedCounts:
                 counts[worker] = 1
                 self.row.pack_into(self.mm, self.base + i * self.slot, key, 1, *counts)
                 self._set_used(self._used() + 1)
-            if self.stats is not None:
-                self.stats.add(worker, 1, 1)
         return True
 
     def release(self, service_id: str, worker: int) -> bool:
@@ -237,8 +231,6 @@ class SharedCounts:
                 self._delete(i)
             else:
                 self.row.pack_into(self.mm, off, *values)
-            if self.stats is not None:
-                self.stats.add(worker, 0, -1)
         return True
 
     def total(self, service_id: str) -> int:
@@ -289,8 +281,8 @@ class SharedCounts:
                 else:
                     self.row.pack_into(self.mm, off, *values)
                     i += 1
-            if self.stats is not None:
-                self.stats.set_open(worker, 0)
+        if self.stats is not None:
+            self.stats.set_counts(worker, int(self.stats.get(worker)["admitted"]), 0)
         return dropped
 
     def check(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import os
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from .access import AccessTable, ServiceEntry
 from .context import Settings
-from .limits import ConnectionLimiter
+from .limits import ConnectionLimiter, WorkerLimiter
 from .metering import UsageRow
 from .routing import Router
 from .server import Gateway, GatewayConfig, install_uvloop
@@ -108,7 +109,11 @@ async def serve(args: argparse.Namespace, shared: HostShared | None = None, work
     who = f" (worker {worker}/{shared.workers} pid {os.getpid()})" if shared is not None else ""
     print(f"gateway listening on {args.listen} http={args.http_port} https={args.https_port} "
           f"socks={args.socks_port}{who}", file=sys.stderr, flush=True)
-    await stop.wait()
+    while not stop.is_set():
+        if isinstance(limiter, WorkerLimiter):
+            limiter.report()  # this worker's admitted/open connections in the status
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
     await gateway.close()
 
 
