@@ -93,7 +93,10 @@ def stock_retire(addresses: tuple[str, ...], spec: str | None) -> None:
         fail("give addresses or --range")
 
     async def go(session: Any, _: Any) -> Any:
-        return {"retired": await stock.retire_ips(session, wanted)}
+        retired = 0
+        for i in range(0, len(wanted), 10_000):  # bound parameters per statement (SQLite: 32,766)
+            retired += await stock.retire_ips(session, wanted[i : i + 10_000])
+        return {"retired": retired}
 
     echo_json(admin_call(go))
 
