@@ -213,3 +213,41 @@ def test_two_workers_routers_agree_on_a_sid() -> None:
     now[0] += entry.sticky_ttl + 1  # expired: a new choice, again the same for both
     assert b._sticky(entry, "s2", list(entry.exit_ips), None) == a._sticky(
         entry, "s2", list(entry.exit_ips), None)
+
+
+def test_sticky_lock_free_reads_never_see_a_torn_slot() -> None:
+    """A forked writer rewrites and deletes colliding sessions as fast as it can (backward shifts move
+    entries between slots); lock-free ``peek``s meanwhile only ever return a session exactly as it was
+    written for that key (its IP names the key, started and expires belong together)."""
+    s = sticky_table(capacity=16)
+    keys = [sticky_key("svc", f"sid{i}") for i in range(12)]
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            rng = random.Random(3)
+            deadline, n = time.monotonic() + 0.8, 0
+            while time.monotonic() < deadline:
+                n += 1
+                i = rng.randrange(len(keys))
+                with s.lock:
+                    if rng.random() < 0.3:
+                        s.delete(keys[i])
+                    else:
+                        s.put(keys[i], f"10.0.{i}.{n % 250}", float(n), float(n) + 1e9, 0.0)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    seen = 0
+    rng = random.Random(4)
+    deadline = time.monotonic() + 0.8
+    while time.monotonic() < deadline:
+        i = rng.randrange(len(keys))
+        got = s.peek(keys[i], 0.0)
+        if got is not None:
+            seen += 1
+            ip, started, expires = got
+            assert ip.split(".")[2:] == [str(i), str(int(started) % 250)], got
+            assert expires == started + 1e9, got
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert seen > 100

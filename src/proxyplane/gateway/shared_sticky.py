@@ -12,20 +12,31 @@ Open addressing (linear probing) keyed by a 16-byte digest of (service id, sid);
 IP (text) and the session's start and expiry. Expired entries are reused by inserts along their probe
 path and removed by ``sweep`` (backward shift, a chunk per lock hold). When the table is 7/8 full of live
 sessions, ``put`` returns False and the worker keeps the session to itself (the store converges it).
+
+Reads of a live session (the common case: a sid's second and later requests) take no lock: each slot
+carries a sequence number that a writer makes odd before it changes the slot and even after (a seqlock);
+``peek`` retries nothing, it answers only from a slot read twice with the same even number and leaves
+every other case (a slot being written, an absent or expired key) to the locked path. This relies on
+x86-64's store and load ordering (Python's mmap reads and writes are plain copies, no barriers), so
+elsewhere ``peek`` is off and every read takes the lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import platform
 import struct
 
 from .shared_counts import SharedRegion
 
 log = logging.getLogger(__name__)
 
-_ROW = struct.Struct("<16sddB45s")  # key, started, expires, ip length, ip
-SLOT = (_ROW.size + 7) & ~7
+_SEQ = struct.Struct("<Q")  # the slot's sequence number (odd while it is being written)
+_ROW = struct.Struct("<16sddB45s")  # then: key, started, expires, ip length, ip
+SLOT = (8 + _ROW.size + 7) & ~7
+_KEY, _EXPIRES = 8, 8 + 16 + 8  # offsets in a slot
+LOCK_FREE_READS = platform.machine() in ("x86_64", "AMD64")
 
 
 def sticky_key(service_id: str, sid: str) -> bytes:
@@ -61,15 +72,43 @@ class SharedSticky:
         i = self._home(key)
         free = -1
         for _ in range(self.capacity):
-            off = base + i * SLOT
+            off = base + i * SLOT + _KEY
             if mm[off] == 0:
                 return -1, i if free < 0 else free
             if mm[off : off + 16] == key:
                 return i, free
-            if free < 0 and struct.unpack_from("<d", mm, off + 24)[0] <= now:
+            if free < 0 and struct.unpack_from("<d", mm, off + 16 + 8)[0] <= now:
                 free = i
             i = (i + 1) & mask
         return -1, free
+
+    def _write(self, i: int, data: bytes) -> None:
+        """Replace slot ``i``'s contents (after its sequence number), bracketed by the seqlock."""
+        off = self.base + i * SLOT
+        seq = _SEQ.unpack_from(self.mm, off)[0]
+        _SEQ.pack_into(self.mm, off, seq + 1)
+        self.mm[off + 8 : off + SLOT] = data
+        _SEQ.pack_into(self.mm, off, seq + 2)
+
+    def peek(self, key: bytes, now: float) -> tuple[str, float, float] | None:
+        """The live session of ``key`` read without the lock, or None: not found, or found nothing
+        certain (the caller then takes the lock and uses ``get``)."""
+        if not LOCK_FREE_READS:
+            return None
+        mm, base, mask = self.mm, self.base, self.mask
+        i = self._home(key)
+        for _ in range(64):
+            off = base + i * SLOT
+            seq = _SEQ.unpack_from(mm, off)[0]
+            if seq & 1:
+                return None
+            k, started, expires, n, ip = _ROW.unpack_from(mm, off + 8)
+            if _SEQ.unpack_from(mm, off)[0] != seq or k[0] == 0:
+                return None
+            if k == key:
+                return (ip[:n].decode(), started, expires) if expires > now else None
+            i = (i + 1) & mask
+        return None
 
     # -- under the lock (``with table.lock:``) --
     def get(self, key: bytes, now: float) -> tuple[str, float, float] | None:
@@ -77,7 +116,7 @@ class SharedSticky:
         i, _ = self._find(key, now)
         if i < 0:
             return None
-        _, started, expires, n, ip = _ROW.unpack_from(self.mm, self.base + i * SLOT)
+        _, started, expires, n, ip = _ROW.unpack_from(self.mm, self.base + i * SLOT + 8)
         if expires <= now:
             return None
         return ip[:n].decode(), started, expires
@@ -86,16 +125,17 @@ class SharedSticky:
         i, free = self._find(key, now)
         raw = exit_ip.encode()
         if i < 0:
-            if free < 0 or (self.mm[self.base + free * SLOT] == 0 and self._used() >= self.limit_used):
+            empty = self.mm[self.base + free * SLOT + _KEY] == 0 if free >= 0 else False
+            if free < 0 or (empty and self._used() >= self.limit_used):
                 if not self._full_logged:
                     self._full_logged = True
                     log.error("shared sticky table full (%d sessions): sessions stay per worker",
                               self.capacity)
                 return False
-            if self.mm[self.base + free * SLOT] == 0:
+            if empty:
                 self._set_used(self._used() + 1)
             i = free
-        _ROW.pack_into(self.mm, self.base + i * SLOT, key, started, expires, len(raw), raw)
+        self._write(i, _ROW.pack(key, started, expires, len(raw), raw).ljust(SLOT - 8, b"\0"))
         return True
 
     def delete(self, key: bytes) -> bool:
@@ -110,15 +150,15 @@ class SharedSticky:
         j = i
         while True:
             j = (j + 1) & mask
-            off_j = base + j * SLOT
+            off_j = base + j * SLOT + _KEY
             if mm[off_j] == 0:
                 break
             k = self._home(mm[off_j : off_j + 16])
             if (i < k <= j) if i <= j else (k > i or k <= j):
                 continue
-            mm[base + i * SLOT : base + (i + 1) * SLOT] = mm[off_j : off_j + SLOT]
+            self._write(i, mm[off_j : off_j - _KEY + SLOT])
             i = j
-        mm[base + i * SLOT : base + (i + 1) * SLOT] = bytes(SLOT)
+        self._write(i, bytes(SLOT - 8))
         self._set_used(self._used() - 1)
 
     # -- housekeeping (takes the lock itself) --
@@ -132,7 +172,8 @@ class SharedSticky:
                 end = min(start + chunk, self.capacity)
                 while i < end:
                     off = self.base + i * SLOT
-                    if self.mm[off] != 0 and struct.unpack_from("<d", self.mm, off + 24)[0] <= now:
+                    expires = struct.unpack_from("<d", self.mm, off + _EXPIRES)[0]
+                    if self.mm[off + _KEY] != 0 and expires <= now:
                         self._remove(i)  # a later entry may have moved into i: look again
                         removed += 1
                     else:
@@ -145,6 +186,6 @@ class SharedSticky:
         n = 0
         for i in range(self.capacity):
             off = self.base + i * SLOT
-            if self.mm[off] != 0 and struct.unpack_from("<d", self.mm, off + 24)[0] > now:
+            if self.mm[off + _KEY] != 0 and struct.unpack_from("<d", self.mm, off + _EXPIRES)[0] > now:
                 n += 1
         return n

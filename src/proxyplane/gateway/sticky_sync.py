@@ -61,6 +61,7 @@ class SharedRouter(Router):
         super().__init__(clock or time.time)
         self.dirty: set[tuple[str, str]] = set()
         self.shared = shared  # the host's table when this is one of several workers
+        self._keys: dict[tuple[str, str], bytes] = {}  # shared-table keys of recent (service, sid)
 
     def _sticky(self, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None) -> str:
         if self.shared is not None:
@@ -78,7 +79,17 @@ class SharedRouter(Router):
         the shared table before it is used (check and choice under the table's lock)."""
         now = self._clock()
         sessions = self._sessions.setdefault(entry.service_id, {})
-        key = sticky_key(entry.service_id, sid)
+        key = self._keys.get((entry.service_id, sid))
+        if key is None:
+            if len(self._keys) > 100_000:
+                self._keys.clear()
+            key = self._keys[(entry.service_id, sid)] = sticky_key(entry.service_id, sid)
+        found = shared.peek(key, now)  # a live session, read without the lock
+        if found is not None and found[0] in pool:
+            mine = sessions.get(sid)
+            if mine is None or (mine.exit_ip, mine.started, mine.expires) != found:
+                sessions[sid] = StickySession(entry.service_id, sid, *found)
+            return found[0]
         with shared.lock:
             found = shared.get(key, now)
             if found is not None and found[0] in pool:
