@@ -18,8 +18,12 @@ Kind = Literal["static", "rotating"]
 SessionMode = Literal["rotating", "sticky", "pinned"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ServiceEntry:
+    """One service as the listeners see it. Immutable by convention: an update replaces the entry, never
+    mutates it (not ``frozen``: a frozen dataclass is 3.5 times slower to build, a second of a 250,000-
+    service cold start)."""
+
     service_id: str
     kind: Kind
     login: str
@@ -144,6 +148,9 @@ class AccessTable:
     def _index(self, entry: ServiceEntry) -> None:
         if entry.kind == "static":
             by_ip = self._static_by_ip
+            if by_ip.keys().isdisjoint(entry.exit_ips):  # the common case: IPs no other service holds
+                by_ip.update(dict.fromkeys(entry.exit_ips, entry))
+                return
             for ip in entry.exit_ips:
                 if ip in by_ip:
                     _add(by_ip, ip, entry)
