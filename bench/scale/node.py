@@ -81,14 +81,8 @@ async def main(args: argparse.Namespace) -> None:
 
         node.table.on_change(changed)
         changed()
-    loop = asyncio.get_running_loop()
-    stdin_closed = loop.create_future()
-    loop.add_reader(
-        sys.stdin.fileno(),
-        lambda: stdin_closed.done() or (not sys.stdin.buffer.read1(1024) and stdin_closed.set_result(None)),
-    )
     try:
-        await stdin_closed
+        await asyncio.to_thread(sys.stdin.buffer.read)  # until the runner closes our stdin
     finally:
         await node.close()
         await db.dispose()
