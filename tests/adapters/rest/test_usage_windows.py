@@ -51,3 +51,9 @@ async def test_usage_endpoint_and_export_across_rollups(
         lines = list(csv.DictReader(io.StringIO(export["csv"])))
         assert len(lines) == export["rows"] > 0
         assert tuple(sum(int(x[c]) for x in lines) for c in COUNTERS) == ref["total"]
+        for resolution in ("minute", "hour", "day"):
+            params = {**window, "resolution": resolution}
+            points = (await client.get(f"{url}/series", params=params, headers=bearer(key))).json()["points"]
+            assert tuple(sum(p[c] for p in points) for c in COUNTERS) == ref["total"], resolution
+    bad = {**window, "resolution": "week"}
+    assert (await client.get(f"{url}/series", params=bad, headers=bearer(key))).status_code == 422

@@ -218,3 +218,27 @@ async def test_export_reconciles_with_the_totals(platform: Platform, monkeypatch
     assert len(rows) == n > 100
     assert tuple(sum(int(r[c]) for r in rows) for c in COUNTERS) == as_tuple(t)
     assert t.errors == sum(t.errors_by_category.values())
+
+
+@pytest.mark.parametrize("resolution", ["hour", "day"])
+async def test_series_per_hour_or_day_equals_the_minutes(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch, resolution: str
+) -> None:
+    sid = await metered(platform, monkeypatch, seed=6)
+    step = HOUR if resolution == "hour" else DAY
+    start, end = (
+        BASE + timedelta(hours=1, minutes=13, seconds=20),
+        BASE + timedelta(days=2, hours=4, minutes=2),
+    )
+    async with platform.db.unit_of_work(write=False) as uow:
+        coarse = await usage.series(uow.session, sid, start, end, resolution)
+        fine = await usage.series(uow.session, sid, start, end)
+        total = await usage.totals(uow.session, sid, start, end)
+    want: dict[datetime, Counter[str]] = defaultdict(Counter)
+    for minute, t in fine:
+        at = bucket(minute, resolution[0])
+        want[at].update(dict(zip(COUNTERS, as_tuple(t), strict=True)))
+    assert [at for at, _ in coarse] == sorted(want) and len(coarse) > (2 if step == DAY else 24)
+    for at, t in coarse:
+        assert as_tuple(t) == tuple(want[at][c] for c in COUNTERS), at
+    assert tuple(map(sum, zip(*(as_tuple(t) for _, t in coarse), strict=True))) == as_tuple(total)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +22,14 @@ class WindowQuery(BaseModel):
     service_id: uuid.UUID
     start: datetime = Field(description="ISO 8601 date-time (UTC when no offset); required")
     end: datetime = Field(description="ISO 8601 date-time, after start; required")
+
+
+class SeriesQuery(WindowQuery):
+    resolution: Literal["minute", "hour", "day"] = Field(
+        default="minute",
+        description="points per UTC minute, hour or day; a point is at its bucket's start and the first "
+        "and last buckets count only the window's minutes",
+    )
 
 
 class TopQuery(WindowQuery):
@@ -63,7 +72,7 @@ class ExportOut(BaseModel):
 
 
 class SeriesPoint(Counters):
-    minute: datetime
+    minute: datetime = Field(description="start of the point's minute, hour or day (UTC)")
 
 
 class SeriesOut(BaseModel):
@@ -114,9 +123,9 @@ async def export_usage(ctx: Context, q: WindowQuery) -> ExportOut:
     return ExportOut(service_id=sid, filename=name, rows=n, csv=text)
 
 
-async def usage_series(ctx: Context, q: WindowQuery) -> SeriesOut:
+async def usage_series(ctx: Context, q: SeriesQuery) -> SeriesOut:
     sid = await _owned(ctx, q.service_id)
-    points = await usage.series(ctx.session, sid, q.start, q.end)
+    points = await usage.series(ctx.session, sid, q.start, q.end, q.resolution)
     return SeriesOut(
         service_id=sid, points=[SeriesPoint(minute=m, **counters(t).model_dump()) for m, t in points]
     )
@@ -174,10 +183,10 @@ register(
     ),
     _op(
         "get_usage_series",
-        "Usage per minute (time series) of a service in [start, end).",
+        "Usage per minute, hour or day (time series) of a service in [start, end).",
         f"{BASE}/series",
         usage_series,
-        WindowQuery,
+        SeriesQuery,
         SeriesOut,
     ),
     _op(

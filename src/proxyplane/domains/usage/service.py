@@ -4,8 +4,8 @@ A window [start, end) is resolved to whole minutes: a minute bucket counts when 
 [start rounded down to the minute, end). Totals, the per-minute series, the top destinations, the
 errors by category and the CSV export all read the same buckets, so they always agree. Totals, top
 destinations and errors by category read whole days and hours from the rollups (usage_rollups,
-usage_error_rollups, written with the minutes) and minutes only at the window's edges (windows.py);
-the series and the export read the minutes themselves.
+usage_error_rollups, written with the minutes) and minutes only at the window's edges (windows.py),
+as does the series per hour or day; the series per minute and the export read the minutes themselves.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import as_utc
 from proxyplane.core.errors import ValidationFailed
-from proxyplane.domains.usage.windows import error_rows, usage_rows
+from proxyplane.domains.usage.windows import DAY, HOUR, error_rows, floor, usage_rows
 from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
 
@@ -95,11 +95,27 @@ async def errors_by_exit_ip(
     return out
 
 
+RESOLUTIONS = {"hour": HOUR, "day": DAY}
+
+
 async def series(
-    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime, resolution: str = "minute"
 ) -> list[tuple[datetime, Totals]]:
-    """Per-minute totals (minutes without traffic are left out)."""
+    """Totals per minute, or per UTC hour or day (each point at its bucket's start; the first and last
+    buckets count only the window's minutes). Buckets without traffic are left out."""
     start, end = window(start, end)
+    if resolution in RESOLUTIONS:
+        step = RESOLUTIONS[resolution]
+        u = usage_rows(service_id, start, end, COUNTERS, at=True, largest=step)
+        rows = await session.execute(
+            select(u.c.at, *(func.sum(u.c[c]) for c in COUNTERS)).group_by(u.c.at).order_by(u.c.at)
+        )
+        points: dict[datetime, list[int]] = {}
+        for at, *vals in rows.all():
+            point = points.setdefault(floor(as_utc(at), step), [0] * len(COUNTERS))
+            for i, v in enumerate(vals):
+                point[i] += int(v or 0)
+        return [(at, Totals.of(vals)) for at, vals in points.items()]
     sums = [func.sum(getattr(UsageMinute, c)) for c in COUNTERS]
     rows = await session.execute(
         select(UsageMinute.minute, *sums)

@@ -22,7 +22,7 @@ MINUTE, HOUR, DAY = timedelta(minutes=1), timedelta(hours=1), timedelta(days=1)
 Span = tuple[datetime, datetime]
 
 
-def _floor(t: datetime, step: timedelta) -> datetime:
+def floor(t: datetime, step: timedelta) -> datetime:
     if step == DAY:
         return t.replace(hour=0, minute=0, second=0, microsecond=0)
     if step == HOUR:
@@ -31,7 +31,7 @@ def _floor(t: datetime, step: timedelta) -> datetime:
 
 
 def _ceil(t: datetime, step: timedelta) -> datetime:
-    f = _floor(t, step)
+    f = floor(t, step)
     return f if f == t else f + step
 
 
@@ -42,17 +42,17 @@ class Plan:
     days: list[Span] = field(default_factory=list)
 
 
-def plan(start: datetime, end: datetime) -> Plan:
+def plan(start: datetime, end: datetime, largest: timedelta = DAY) -> Plan:
     """Split the minutes of [start, end) (start on a minute; a minute counts when it starts before
-    end) into whole days, whole hours and the minutes left over."""
+    end) into whole days (unless `largest` is HOUR), whole hours and the minutes left over."""
     end = _ceil(end, MINUTE)  # minute < end  <=>  minute < end rounded up to the minute
     out = Plan()
-    h0, h1 = _ceil(start, HOUR), _floor(end, HOUR)
+    h0, h1 = _ceil(start, HOUR), floor(end, HOUR)
     if h0 >= h1:
         out.minutes.append((start, end))
         return out
-    d0, d1 = _ceil(start, DAY), _floor(end, DAY)
-    if d0 < d1:
+    d0, d1 = _ceil(start, DAY), floor(end, DAY)
+    if d0 < d1 and largest == DAY:
         out.days.append((d0, d1))
         inner = [(h0, d0), (d1, h1)]
     else:
@@ -75,23 +75,28 @@ def _rollup_cond(model: Any, p: Plan) -> Any:
     return or_(*parts)
 
 
-def usage_rows(service_id: uuid.UUID, start: datetime, end: datetime, columns: tuple[str, ...]) -> Any:
+def usage_rows(
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    columns: tuple[str, ...],
+    *,
+    at: bool = False,
+    largest: timedelta = DAY,
+) -> Any:
     """A subquery of rows (`columns` of usage_minutes, e.g. host and the counters) whose sums over
-    any grouping equal those of the window's minute rows."""
-    p = plan(start, end)
+    any grouping equal those of the window's minute rows; with `at`, also each row's minute or bucket
+    start as column `at` (buckets no longer than `largest`)."""
+    p = plan(start, end, largest)
     parts = []
     if p.minutes:
+        cols = [getattr(UsageMinute, c) for c in columns] + ([UsageMinute.minute.label("at")] if at else [])
         parts.append(
-            select(*(getattr(UsageMinute, c) for c in columns)).where(
-                UsageMinute.service_id == service_id, _between(UsageMinute.minute, p.minutes)
-            )
+            select(*cols).where(UsageMinute.service_id == service_id, _between(UsageMinute.minute, p.minutes))
         )
     if p.hours or p.days:
-        parts.append(
-            select(*(getattr(UsageRollup, c) for c in columns)).where(
-                UsageRollup.service_id == service_id, _rollup_cond(UsageRollup, p)
-            )
-        )
+        cols = [getattr(UsageRollup, c) for c in columns] + ([UsageRollup.bucket.label("at")] if at else [])
+        parts.append(select(*cols).where(UsageRollup.service_id == service_id, _rollup_cond(UsageRollup, p)))
     return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("usage")
 
 
