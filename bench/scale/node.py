@@ -49,7 +49,7 @@ async def main(args: argparse.Namespace) -> None:
         socks_port=ports,
         static_http_port=-1 if args.no_listeners else args.static_port,
         static_https_port=-1,
-        static_socks_port=-1 if args.no_listeners else args.static_port + 1,
+        static_socks_port=-1 if args.no_listeners else args.static_port and args.static_port + 1,
         static_bind="127.0.0.1" if args.no_listeners else "0.0.0.0",
         dev_allow_loopback=True,
         usage_flush_seconds=60,
@@ -93,5 +93,5 @@ if __name__ == "__main__":
     p.add_argument("--url", required=True)
     p.add_argument("--watch", default="")
     p.add_argument("--no-listeners", action="store_true", help="no listening sockets (store sync only)")
-    p.add_argument("--static-port", type=int, default=23128)
+    p.add_argument("--static-port", type=int, default=0, help="static HTTP port (SOCKS5: the next); 0: any")
     asyncio.run(main(p.parse_args()))

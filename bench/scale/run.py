@@ -23,6 +23,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, select, text
@@ -36,6 +37,7 @@ from proxyplane.storage.models import Service
 
 from .generate import SECRET, generate, reset, resolved
 
+ROOT = Path(__file__).resolve().parents[2]  # the repository: `python -m bench.scale.node` runs there
 OLD_FINGERPRINT = (
     "SELECT count(*), max(id) FROM service_ips WHERE released_at IS NULL",
     "SELECT count(*), max(id) FROM service_whitelist",
@@ -122,10 +124,9 @@ async def start_nodes(url: str, count: int, watch: str) -> list[tuple[asyncio.su
             url,
             "--watch",
             watch,
-            "--static-port",
-            str(24000 + 10 * i),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            cwd=ROOT,
         )
         for i in range(count)
     ]
@@ -187,7 +188,7 @@ async def run(
     url = resolved(url)
     if not keep:
         await reset(url)
-    await upgrade(url)
+        await upgrade(url)
     results = Results()
     have = 0
     for size in sizes:
