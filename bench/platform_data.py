@@ -156,6 +156,7 @@ async def stock_rows(db: Database, size: dict[str, int]) -> list[Row]:
                 {"id": before},
             )
             await uow.commit()
+        await settle(db, ("stock_ips",))  # no dead rows left for the next run to wade through
     return out
 
 

@@ -180,7 +180,7 @@ async def import_rows(
             await _stage(conn, postgres, chunk)
             back = (await conn.execute(text(REACTIVATE), params)).rowcount if reactivate else 0
             new = (await conn.execute(insert, params)).rowcount
-            await conn.exec_driver_sql(f"DELETE FROM {STAGING}")
+            await conn.exec_driver_sql(f"{'TRUNCATE' if postgres else 'DELETE FROM'} {STAGING}")
             statements += 4 if reactivate else 3
             added += back + new
             skipped += len(chunk) - back - new
