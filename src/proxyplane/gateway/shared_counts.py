@@ -31,6 +31,7 @@ from collections.abc import Iterator
 log = logging.getLogger(__name__)
 
 KEY_SIZE = 48  # the service id, utf-8, zero-padded (longer ids: a digest, see _key)
+_U32 = struct.Struct("<I")
 
 
 class SharedRegion:
@@ -189,49 +190,58 @@ class SharedCounts:
         """Take a slot for ``worker`` unless ``limit`` (> 0; 0: unlimited) is reached by the host total
         plus ``others`` (the other hosts'). None: the table is full (the caller counts locally)."""
         key, home = self._ref(service_id)
-        with self.lock:
+        mm, lock = self.mm, self.lock
+        fcntl.lockf(lock.fd, fcntl.LOCK_EX, 1, lock.index)  # `with lock`, inlined: the hot path
+        try:
             i, found = self._find(key, home)
             if found:
-                off = self.base + i * self.slot
-                values = list(self.row.unpack_from(self.mm, off))
-                if limit > 0 and values[1] + others >= limit:
+                off = self.base + i * self.slot + KEY_SIZE
+                total = _U32.unpack_from(mm, off)[0]
+                if limit > 0 and total + others >= limit:
                     return False
-                values[1] += 1
-                values[2 + worker] += 1
-                self.row.pack_into(self.mm, off, *values)
-            else:
-                if limit > 0 and others >= limit:
-                    return False
-                if i < 0 or self._used() >= self.limit_used:
-                    if not self._full_logged:
-                        self._full_logged = True
-                        log.error("shared connection table full (%d services): counting per worker",
-                                  self.capacity)
-                    return None
-                counts = [0] * self.workers
-                counts[worker] = 1
-                self.row.pack_into(self.mm, self.base + i * self.slot, key, 1, *counts)
-                self._set_used(self._used() + 1)
-        return True
+                col = off + 4 + 4 * worker
+                _U32.pack_into(mm, off, total + 1)
+                _U32.pack_into(mm, col, _U32.unpack_from(mm, col)[0] + 1)
+                return True
+            if limit > 0 and others >= limit:
+                return False
+            if i < 0 or self._used() >= self.limit_used:
+                if not self._full_logged:
+                    self._full_logged = True
+                    log.error("shared connection table full (%d services): counting per worker",
+                              self.capacity)
+                return None
+            counts = [0] * self.workers
+            counts[worker] = 1
+            self.row.pack_into(mm, self.base + i * self.slot, key, 1, *counts)
+            self._set_used(self._used() + 1)
+            return True
+        finally:
+            fcntl.lockf(lock.fd, fcntl.LOCK_UN, 1, lock.index)
 
     def release(self, service_id: str, worker: int) -> bool:
         """Give back one of ``worker``'s slots; False when it held none (nothing changed)."""
         key, home = self._ref(service_id)
-        with self.lock:
+        mm, lock = self.mm, self.lock
+        fcntl.lockf(lock.fd, fcntl.LOCK_EX, 1, lock.index)
+        try:
             i, found = self._find(key, home)
             if not found:
                 return False
-            off = self.base + i * self.slot
-            values = list(self.row.unpack_from(self.mm, off))
-            if values[2 + worker] <= 0:
+            off = self.base + i * self.slot + KEY_SIZE
+            col = off + 4 + 4 * worker
+            mine = _U32.unpack_from(mm, col)[0]
+            if mine <= 0:
                 return False
-            values[1] -= 1
-            values[2 + worker] -= 1
-            if values[1] <= 0:
+            total = _U32.unpack_from(mm, off)[0] - 1
+            if total <= 0:
                 self._delete(i)
             else:
-                self.row.pack_into(self.mm, off, *values)
-        return True
+                _U32.pack_into(mm, off, total)
+                _U32.pack_into(mm, col, mine - 1)
+            return True
+        finally:
+            fcntl.lockf(lock.fd, fcntl.LOCK_UN, 1, lock.index)
 
     def total(self, service_id: str) -> int:
         key, home = self._ref(service_id)
