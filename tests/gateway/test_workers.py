@@ -1,7 +1,8 @@
 """`proxyplane gateway --workers 2` as a real process tree on loopback against the test store: both
-workers accept on the same port, a service's limit of 3 concurrent connections holds across them, the
-usage rows they flush add up to exactly the bytes relayed, a killed worker is restarted and its
-connections released, and SIGTERM stops everything cleanly."""
+workers accept on the same port, a sticky sid leaves from one exit IP whichever worker takes it, a
+service's limit of 3 concurrent connections holds across them, the usage rows they flush add up to
+exactly the bytes relayed, a killed worker is restarted and its connections released, and SIGTERM stops
+everything cleanly."""
 
 from __future__ import annotations
 
@@ -84,11 +85,12 @@ async def test_two_workers_share_limits_and_usage(
     proxy, target = ("127.0.0.1", port), f"127.0.0.1:{tcp_echo.port}"
     sent = 0
 
-    async def tunnel(payload: bytes) -> tuple[int, asyncio.StreamWriter | None]:
+    async def tunnel(payload: bytes, user: str = "") -> tuple[int, asyncio.StreamWriter | None]:
         """A CONNECT to the echo server; on 200 ``payload`` goes through and comes back."""
         nonlocal sent
+        credentials = basic(user, auth["password"]) if user else proxy_auth
         try:
-            code, reader, writer = await connect_tunnel(proxy, target, proxy_auth)
+            code, reader, writer = await connect_tunnel(proxy, target, credentials)
         except OSError:
             return 0, None
         if code != 200:
@@ -119,6 +121,30 @@ async def test_two_workers_share_limits_and_usage(
             return all(p["admitted"] > 0 for p in status(home)["processes"])
 
         await eventually(both_admitted, within=3.0)
+        # sticky sessions: a sid leaves from one exit IP whichever worker takes the connection (the
+        # shared table, not the store's 0.25 s sync); without a sid the exit IPs rotate
+        admitted_before = [p["admitted"] for p in status(home)["processes"]]
+        by_sid: dict[str, set[str]] = {}
+        for _ in range(6):
+            for n in range(6):
+                code, writer = await tunnel(b"sticky", f"{auth['login']}-session-w{n}")
+                assert code == 200 and writer is not None
+                by_sid.setdefault(f"w{n}", set()).add(tcp_echo.peers[-1])
+                writer.close()
+        assert all(len(ips) == 1 for ips in by_sid.values()), by_sid
+        rotating = set()
+        for _ in range(12):
+            code, writer = await tunnel(b"rotating")
+            assert writer is not None
+            rotating.add(tcp_echo.peers[-1])
+            writer.close()
+        assert len(rotating) > 1  # several exit IPs, so one IP per sid is not a coincidence
+
+        async def both_took_sticky() -> bool:
+            now = [p["admitted"] for p in status(home)["processes"]]
+            return all(a - b >= 5 for a, b in zip(now, admitted_before, strict=True))
+
+        await eventually(both_took_sticky, within=3.0)
         # the limit of 3 holds across the two workers: 30 concurrent attempts, exactly 3 admitted
         await asyncio.sleep(0.3)  # the closed tunnels above have been released
         results = await asyncio.gather(*(tunnel(b"held" * 50) for _ in range(30)))
