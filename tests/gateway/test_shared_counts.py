@@ -198,11 +198,18 @@ def test_two_workers_routers_agree_on_a_sid() -> None:
     shared = sticky_table(capacity=1 << 10)
     now = [1000.0]
     a, b = SharedRouter(lambda: now[0], shared), SharedRouter(lambda: now[0], shared)
-    entry = ServiceEntry("svc", "rotating", "u", "p", session_mode="sticky",
-                         exit_ips={f"127.0.1.{i}": "de" for i in range(1, 60)})
+    entry = ServiceEntry(
+        "svc",
+        "rotating",
+        "u",
+        "p",
+        session_mode="sticky",
+        exit_ips={f"127.0.1.{i}": "de" for i in range(1, 60)},
+    )
     for sid in (f"s{i}" for i in range(50)):
         assert a._sticky(entry, sid, list(entry.exit_ips), None) == b._sticky(
-            entry, sid, list(entry.exit_ips), None)
+            entry, sid, list(entry.exit_ips), None
+        )
     ip = b._sticky(entry, "s1", list(entry.exit_ips), None)
     assert ("svc", "s1") in a.dirty and ("svc", "s1") not in b.dirty  # a created it: a writes it
     b.adopt("svc", "s1", "127.0.1.77", now[0], now[0] + 60, force=True)  # the API rotated it
@@ -212,7 +219,8 @@ def test_two_workers_routers_agree_on_a_sid() -> None:
     assert a._sticky(entry, "s1", list(entry.exit_ips), None) == fresh
     now[0] += entry.sticky_ttl + 1  # expired: a new choice, again the same for both
     assert b._sticky(entry, "s2", list(entry.exit_ips), None) == a._sticky(
-        entry, "s2", list(entry.exit_ips), None)
+        entry, "s2", list(entry.exit_ips), None
+    )
 
 
 def test_sticky_lock_free_reads_never_see_a_torn_slot() -> None:

@@ -43,11 +43,13 @@ def test_restart_after_a_crash_then_a_clean_stop(tmp_path: Path) -> None:
     if pid == 0:
         code = 1
         try:
-            code = Supervisor(HostShared(2, services=64, sessions=64), worker, status_path=status,
-                              grace=1.0, name="test").run()
+            code = Supervisor(
+                HostShared(2, services=64, sessions=64), worker, status_path=status, grace=1.0, name="test"
+            ).run()
         finally:
             os._exit(code)
     try:
+
         def restarted() -> bool:
             procs = read(status).get("processes", [])
             return len(procs) == 2 and procs[1]["restarts"] == 1 and all(p["pid"] for p in procs)

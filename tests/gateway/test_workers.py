@@ -56,8 +56,12 @@ def start_gateway(database_url: str, home: Path, port: int) -> subprocess.Popen[
         "PROXYPLANE_GATEWAY_LIMIT_REFRESH_SECONDS": "0.25",
     }
     code = "from proxyplane.cli import main; main()"
-    return subprocess.Popen([sys.executable, "-c", code, "gateway", "--workers", "2"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "gateway", "--workers", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def status(home: Path) -> dict:
@@ -68,8 +72,12 @@ def status(home: Path) -> dict:
 
 
 async def test_two_workers_share_limits_and_usage(
-    client: httpx.AsyncClient, platform: Platform, account: Account, tcp_echo, database_url: str,
-    tmp_path: Path
+    client: httpx.AsyncClient,
+    platform: Platform,
+    account: Account,
+    tcp_echo,
+    database_url: str,
+    tmp_path: Path,
 ) -> None:
     svc = await buy(client, platform, account, "Rotating datacenter", parameters={})
     key, sid = svc["key"], svc["service_id"]
@@ -104,6 +112,7 @@ async def test_two_workers_share_limits_and_usage(
     home = tmp_path / "gw"
     proc = start_gateway(database_url, home, port)
     try:
+
         async def ready() -> bool:
             code, writer = await tunnel(b"ready")
             if writer is not None:
@@ -160,19 +169,29 @@ async def test_two_workers_share_limits_and_usage(
         async def host_row_is(n: int) -> bool:  # worker 0 publishes the host's total, one row
             host = status(home)["host"]
             async with platform.db.unit_of_work(write=False) as uow:
-                rows = (await uow.session.execute(
-                    select(GatewayNodeConnections).where(GatewayNodeConnections.node_id == host)
-                )).scalars().all()
+                rows = (
+                    (
+                        await uow.session.execute(
+                            select(GatewayNodeConnections).where(GatewayNodeConnections.node_id == host)
+                        )
+                    )
+                    .scalars()
+                    .all()
+                )
             return len(rows) == 1 and rows[0].counts.get(sid, 0) == n
 
         await eventually(lambda: host_row_is(LIMIT), within=5.0)
+
         # usage: both workers' flushes add up to exactly the bytes relayed
         async def usage_is_exact() -> bool:
             async with platform.db.unit_of_work(write=False) as uow:
-                up, down = (await uow.session.execute(
-                    select(func.sum(UsageMinute.bytes_up), func.sum(UsageMinute.bytes_down))
-                    .where(UsageMinute.service_id == uuid.UUID(sid))
-                )).one()
+                up, down = (
+                    await uow.session.execute(
+                        select(func.sum(UsageMinute.bytes_up), func.sum(UsageMinute.bytes_down)).where(
+                            UsageMinute.service_id == uuid.UUID(sid)
+                        )
+                    )
+                ).one()
             return (up, down) == (sent, sent)
 
         await eventually(usage_is_exact, within=10.0)

@@ -62,9 +62,7 @@ class WorkerLimiter(ConnectionLimiter):
     def acquire(self, service_id: str, limit: int) -> bool:
         taken: bool | None = None
         if limit > 0 and service_id not in self._counts:  # the shared table decides
-            taken = self.shared.acquire(
-                service_id, self.worker, limit, self._others.get(service_id, 0)
-            )
+            taken = self.shared.acquire(service_id, self.worker, limit, self._others.get(service_id, 0))
         if taken is None:  # unlimited, counted here already, or the table is full
             taken = super().acquire(service_id, limit)
         if taken:

@@ -81,7 +81,7 @@ class RegionLock:
 def _key(service_id: str) -> bytes:
     raw = service_id.encode()
     if not raw or len(raw) >= KEY_SIZE or b"\0" in raw:
-        raw = b"#" + zlib.crc32(raw).to_bytes(4, "big").hex().encode() + raw[-(KEY_SIZE - 10):]
+        raw = b"#" + zlib.crc32(raw).to_bytes(4, "big").hex().encode() + raw[-(KEY_SIZE - 10) :]
     return raw.ljust(KEY_SIZE, b"\0")
 
 
@@ -114,15 +114,23 @@ class WorkerStats:
 
     def get(self, worker: int) -> dict[str, float | int]:
         pid, restarts, started, admitted, opened, serving = self.FMT.unpack_from(self.mm, self._off(worker))
-        return {"worker": worker, "pid": pid, "restarts": restarts, "started": started,
-                "serving": serving, "admitted": admitted, "open": opened}
+        return {
+            "worker": worker,
+            "pid": pid,
+            "restarts": restarts,
+            "started": started,
+            "serving": serving,
+            "admitted": admitted,
+            "open": opened,
+        }
 
 
 class SharedCounts:
     """Open connections per service across the workers of one host (see the module docstring)."""
 
-    def __init__(self, region: SharedRegion, workers: int, capacity: int = 1 << 16,
-                 stats: WorkerStats | None = None) -> None:
+    def __init__(
+        self, region: SharedRegion, workers: int, capacity: int = 1 << 16, stats: WorkerStats | None = None
+    ) -> None:
         if capacity & (capacity - 1):
             raise ValueError("capacity must be a power of two")
         self.mm, self.workers, self.capacity, self.mask = region.mm, workers, capacity, capacity - 1
@@ -208,8 +216,9 @@ class SharedCounts:
             if i < 0 or self._used() >= self.limit_used:
                 if not self._full_logged:
                     self._full_logged = True
-                    log.error("shared connection table full (%d services): counting per worker",
-                              self.capacity)
+                    log.error(
+                        "shared connection table full (%d services): counting per worker", self.capacity
+                    )
                 return None
             counts = [0] * self.workers
             counts[worker] = 1

@@ -129,8 +129,9 @@ class SharedSticky:
             if free < 0 or (empty and self._used() >= self.limit_used):
                 if not self._full_logged:
                     self._full_logged = True
-                    log.error("shared sticky table full (%d sessions): sessions stay per worker",
-                              self.capacity)
+                    log.error(
+                        "shared sticky table full (%d sessions): sessions stay per worker", self.capacity
+                    )
                 return False
             if empty:
                 self._set_used(self._used() + 1)

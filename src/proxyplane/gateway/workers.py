@@ -54,8 +54,9 @@ def default_workers() -> int:
 class HostShared:
     """The memory the workers of one host share (create before forking)."""
 
-    def __init__(self, workers: int, host_id: str | None = None, services: int = 1 << 16,
-                 sessions: int = 1 << 17) -> None:
+    def __init__(
+        self, workers: int, host_id: str | None = None, services: int = 1 << 16, sessions: int = 1 << 17
+    ) -> None:
         self.workers = workers
         self.host_id = host_id or "host-" + uuid.uuid4().hex[:12]
         slot = (48 + 4 + 4 * workers + 7) & ~7
@@ -90,8 +91,15 @@ def _die_with_parent() -> None:
 
 
 class Supervisor:
-    def __init__(self, shared: HostShared, run_worker: Callable[[int], None], *,
-                 status_path: Path | None = None, grace: float = 15.0, name: str = "gateway") -> None:
+    def __init__(
+        self,
+        shared: HostShared,
+        run_worker: Callable[[int], None],
+        *,
+        status_path: Path | None = None,
+        grace: float = 15.0,
+        name: str = "gateway",
+    ) -> None:
         self.shared, self.run_worker = shared, run_worker
         self.status_path, self.grace, self.name = status_path, grace, name
         self.workers = [_Worker(i) for i in range(shared.workers)]
@@ -143,12 +151,18 @@ class Supervisor:
             w.quick_deaths = 0 if lived >= STEADY else w.quick_deaths + 1
             delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** max(0, w.quick_deaths - 1))
             w.restart_at = time.monotonic() + delay
-            self._say(f"worker {w.index} pid {pid} exited ({code}) after {lived:.1f} s, "
-                      f"{dropped} open connection(s) released; restart in {delay:.1f} s")
+            self._say(
+                f"worker {w.index} pid {pid} exited ({code}) after {lived:.1f} s, "
+                f"{dropped} open connection(s) released; restart in {delay:.1f} s"
+            )
 
     def status(self) -> dict[str, object]:
-        return {"host": self.shared.host_id, "supervisor_pid": os.getpid(), "workers": len(self.workers),
-                "processes": [{**self.shared.stats.get(w.index), "pid": w.pid} for w in self.workers]}
+        return {
+            "host": self.shared.host_id,
+            "supervisor_pid": os.getpid(),
+            "workers": len(self.workers),
+            "processes": [{**self.shared.stats.get(w.index), "pid": w.pid} for w in self.workers],
+        }
 
     def _write_status(self) -> None:
         if self.status_path is None:
