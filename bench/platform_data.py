@@ -84,15 +84,27 @@ def _backfill_sql() -> Callable[..., list[str]]:
     return module.backfill_sql  # type: ignore[no-any-return]
 
 
-async def p50_ms(db: Database, repeat: int, call: Callable[[Any], Awaitable[Any]]) -> float:
-    """Median wall time of `call(session)` in its own read unit of work (opened and closed)."""
+class Timing(float):
+    """Median wall time in ms (compared with the target), printed with the fastest call: on a shared
+    machine the minimum is the closer estimate of the uncontended cost."""
+
+    fastest: float
+
+    def __str__(self) -> str:
+        return f"{self:.1f} ms p50 (min {self.fastest:.1f})"
+
+
+async def p50_ms(db: Database, repeat: int, call: Callable[[Any], Awaitable[Any]]) -> Timing:
+    """Wall time of `call(session)` in its own read unit of work (opened and closed)."""
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         async with db.unit_of_work(write=False) as uow:
             await call(uow.session)
         times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    out = Timing(statistics.median(times))
+    out.fastest = min(times)
+    return out
 
 
 async def settle(db: Database, tables: tuple[str, ...]) -> None:
@@ -262,7 +274,7 @@ async def usage_rows(db: Database, size: dict[str, int]) -> list[Row]:
                 (
                     f"usage totals + errors over {label} (minute data: {len(dense)} of {len(every):,} "
                     f"services, {size['days']} d)",
-                    f"{ms:.1f} ms p50",
+                    str(ms),
                     f"< {USAGE_TARGET_MS:.0f} ms",
                     ms < USAGE_TARGET_MS,
                 )
@@ -285,7 +297,7 @@ async def usage_rows(db: Database, size: dict[str, int]) -> list[Row]:
             out.append(
                 (
                     f"usage series per {resolution} over {label}",
-                    f"{ms:.1f} ms p50",
+                    str(ms),
                     f"< {USAGE_TARGET_MS:.0f} ms",
                     ms < USAGE_TARGET_MS,
                 )
@@ -363,7 +375,7 @@ async def list_rows(db: Database, size: dict[str, int]) -> list[Row]:
                 out.append(
                     (
                         f"list {name} ({total:,}), {where} page (offset {offset:,}, limit 50)",
-                        f"{ms:.1f} ms p50",
+                        str(ms),
                         f"< {LIST_TARGET_MS:.0f} ms",
                         ms < LIST_TARGET_MS,
                     )
