@@ -10,7 +10,7 @@ import time
 
 from proxyplane.gateway.access import ServiceEntry
 from proxyplane.gateway.limits import WorkerLimiter
-from proxyplane.gateway.shared_counts import SharedCounts, SharedRegion, WorkerStats
+from proxyplane.gateway.shared_counts import SharedCounts, SharedRegion, StripedCounts, WorkerStats
 from proxyplane.gateway.shared_sticky import SharedSticky, sticky_key
 from proxyplane.gateway.sticky_sync import SharedRouter
 
@@ -75,6 +75,21 @@ def test_many_services_then_all_released_leaves_an_empty_table() -> None:
     for i, sid in enumerate(services):
         assert t.release(sid, i % 2) is True
     assert t.snapshot() == {} and t._used() == 0
+
+
+def test_striped_table_keeps_each_limit_exact() -> None:
+    region = SharedRegion(1 << 22)
+    t = StripedCounts(region, 2, 1 << 10, WorkerStats(region, 2), stripes=16)
+    services = [f"svc-{i}" for i in range(300)]
+    for sid in services:
+        assert [t.acquire(sid, w, 2) for w in (0, 1, 1)] == [True, True, False]
+    assert len({id(t.stripe(sid)) for sid in services}) == 16  # spread over every stripe
+    assert t.snapshot() == dict.fromkeys(services, 2)
+    t.check()
+    assert t.drop_worker(1) == 300 and t.total("svc-7") == 1
+    for sid in services:
+        assert t.release(sid, 0)
+    assert t.snapshot() == {}
 
 
 def test_a_dead_workers_connections_are_subtracted() -> None:

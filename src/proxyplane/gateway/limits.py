@@ -7,7 +7,7 @@ exact across the host's workers; ``others`` are then the other hosts' counts."""
 
 from __future__ import annotations
 
-from .shared_counts import SharedCounts
+from .shared_counts import SharedCounts, StripedCounts
 
 
 class ConnectionLimiter:
@@ -53,7 +53,7 @@ class WorkerLimiter(ConnectionLimiter):
     host's shared counts plus this worker's own; node_limits.py publishes worker 0's once per host as the
     row ``host_id``. ``report()`` copies this worker's admitted/open counts to the host's status."""
 
-    def __init__(self, shared: SharedCounts, worker: int, host_id: str) -> None:
+    def __init__(self, shared: SharedCounts | StripedCounts, worker: int, host_id: str) -> None:
         super().__init__()
         self.shared, self.worker, self.host_id = shared, worker, host_id
         self.admitted = 0

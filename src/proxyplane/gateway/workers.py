@@ -6,7 +6,7 @@
 Each worker is a whole gateway (its own event loop, listeners, tunnel engine, store sync); every listener
 sets SO_REUSEPORT, so the kernel spreads the connections of each port over the workers. What must be exact
 across them lives in memory the supervisor creates before forking (``HostShared``): the open connections
-per service (shared_counts.SharedCounts: the connection limits) and the sticky sessions
+per service (shared_counts.StripedCounts: the connection limits) and the sticky sessions
 (shared_sticky.SharedSticky). Usage needs no sharing: each worker flushes its own rows and the store's
 upsert adds them (usage_sink.py), so the per-minute sums are exact.
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import WorkerLimiter
-from .shared_counts import SharedCounts, SharedRegion, WorkerStats
+from .shared_counts import SharedRegion, StripedCounts, WorkerStats
 from .shared_sticky import SLOT, SharedSticky
 from .sticky_sync import SharedRouter
 
@@ -63,7 +63,8 @@ class HostShared:
         size = 64 * workers + 16 + slot * services + SLOT * sessions + 4096
         self.region = SharedRegion(size)
         self.stats = WorkerStats(self.region, workers)
-        self.counts = SharedCounts(self.region, workers, services, self.stats)
+        stripes = 16 if services >= 1024 else 1
+        self.counts = StripedCounts(self.region, workers, services, self.stats, stripes)
         self.sticky = SharedSticky(self.region, sessions)
 
     def limiter(self, worker: int) -> WorkerLimiter:
