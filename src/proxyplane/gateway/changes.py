@@ -7,10 +7,11 @@ PostgreSQL hands out sequence numbers before commit, so a transaction can commit
 was already read: the read then shows a gap (a "hole"). The feed keeps each hole with the snapshot's
 xmax at the time it was seen and re-reads it (``UNION ALL ... WHERE seq = ANY(:holes)``, an index lookup
 per hole; a UNION, not an OR: PostgreSQL's generic plan for ``seq > $1 OR seq = ANY($2)`` walks the whole
-seq index, 130 ms at 250,000 rows) until a snapshot's xmin has passed that xmax: by then the transaction that held the number has ended, and the
-same read saw its row if it committed. The snapshot bounds come from the poll statement itself. A fresh
-full load records the same bounds and, once they pass, reads once the rows of the transactions that were
-still open then (``xid >= xmin``). SQLite has one writer at a time and commits in seq order: no holes.
+seq index, 130 ms at 250,000 rows) until a snapshot's xmin has passed that xmax: by then the transaction
+that held the number has ended, and the same read saw its row if it committed. The snapshot bounds come
+from the poll statement itself. A fresh full load records the same bounds and, once they pass, reads once
+the rows of the transactions that were still open then (``xid >= xmin``). SQLite has one writer at a time
+and commits in seq order: no holes.
 
 Wake-ups: on PostgreSQL every logging statement also sends NOTIFY proxyplane_changes (at commit);
 ``Listener`` holds a LISTEN connection and wakes the node at once; the poll stays the backstop.
