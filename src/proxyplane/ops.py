@@ -16,9 +16,11 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import (
     IdempotencyConflict,
     InsufficientBalance,
@@ -222,38 +224,49 @@ async def invoke(
     return result
 
 
+async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> int | None:
+    """Insert the key's record (one statement); None when it exists already. A concurrent duplicate on
+    PostgreSQL waits here for the first one's commit (or rollback, and then claims the key itself)."""
+    values = {
+        "customer_id": customer_id,
+        "operation": op.name,
+        "key": key,
+        "request_hash": req_hash,
+        "response": {},
+        "created_at": utcnow(),
+    }
+    stmt = pg_insert(IdempotencyRecord) if uow.dialect == "postgresql" else sqlite_insert(IdempotencyRecord)
+    claimed = await uow.session.execute(
+        stmt.values(**values).on_conflict_do_nothing().returning(IdempotencyRecord.id)
+    )
+    return claimed.scalar_one_or_none()
+
+
 async def _invoke_keyed(
     platform: Platform, op: Operation, caller: Caller, data: Any, key: str, max_total_cents: int | None
 ) -> Any:
     """Idempotent by key: the first committed result is replayed; a concurrent duplicate blocks on the
-    unique row, fails to insert, rolls back everything it did and replays the winner's result."""
+    unique row, finds it taken and replays the winner's result (two statements: claim, store result)."""
     assert caller.customer_id is not None
     req_hash = _request_hash(data)
     async with platform.db.unit_of_work(write=True) as uow:
-        replayed = await _replay(uow, op, caller.customer_id, key, req_hash)
-        if replayed is not None:
+        record_id = await _claim(uow, op, caller.customer_id, key, req_hash)
+        if record_id is None:
+            replayed = await _replay(uow, op, caller.customer_id, key, req_hash)
+            if replayed is None:
+                raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
             return replayed
-        record = IdempotencyRecord(
-            customer_id=caller.customer_id, operation=op.name, key=key, request_hash=req_hash, response={}
+        uow.session.info[SPENDING_KEY] = caller.key_id
+        result = await op.handler(Context(uow, caller, platform), data)
+        check_guards(
+            uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
-        uow.session.add(record)
-        try:
-            await uow.session.flush()
-            won = True
-        except IntegrityError:
-            await uow.rollback()
-            won = False
-        if won:
-            uow.session.info[SPENDING_KEY] = caller.key_id
-            result = await op.handler(Context(uow, caller, platform), data)
-            check_guards(
-                uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
-            )
-            record.response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
-            await uow.commit()
-            return result
-    async with platform.db.unit_of_work(write=False) as uow:
-        replayed = await _replay(uow, op, caller.customer_id, key, req_hash)
-        if replayed is None:
-            raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
-        return replayed
+        response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
+        await uow.session.execute(
+            update(IdempotencyRecord)
+            .where(IdempotencyRecord.id == record_id)
+            .values(response=response)
+            .execution_options(synchronize_session=False)
+        )
+        await uow.commit()
+        return result

@@ -5,6 +5,7 @@ rolled-back change sends nothing and a committed one cannot lose its event."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -66,9 +67,17 @@ async def balance_threshold(session: AsyncSession, customer_id: int) -> int | No
     return row.balance_low_threshold_cents if row is not None else None
 
 
-async def after_debit(session: AsyncSession, customer_id: int, before_cents: int, after_cents: int) -> None:
-    """Emit wallet.balance_low when a debit crosses the customer's threshold (once per crossing)."""
-    threshold = await balance_threshold(session, customer_id)
+async def after_debit(
+    session: AsyncSession,
+    customer_id: int,
+    before_cents: int,
+    after_cents: int,
+    *,
+    known_threshold: tuple[int | None] | None = None,
+) -> None:
+    """Emit wallet.balance_low when a debit crosses the customer's threshold (once per crossing).
+    `known_threshold`: (threshold,) when the caller already read it (the order path), else it is read."""
+    threshold = known_threshold[0] if known_threshold else await balance_threshold(session, customer_id)
     if threshold is not None and before_cents >= threshold > after_cents:
         await emit(
             session,
@@ -76,3 +85,47 @@ async def after_debit(session: AsyncSession, customer_id: int, before_cents: int
             "wallet.balance_low",
             {"balance_cents": after_cents, "threshold_cents": threshold},
         )
+
+
+async def emit_many(
+    session: AsyncSession,
+    customer_id: int,
+    items: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    has_endpoints: bool = True,
+) -> list[Event]:
+    """emit() for several events of one customer at once: one INSERT of the events, one read of the
+    endpoints (skipped when the caller knows the customer has no enabled endpoint), one INSERT of the
+    deliveries."""
+    now = utcnow()
+    events = []
+    for event_type, data in items:
+        if event_type not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {event_type!r}")
+        events.append(
+            Event(id=uuid.uuid4(), customer_id=customer_id, type=event_type, data=data, created_at=utcnow())
+        )
+    session.add_all(events)
+    endpoints: Sequence[WebhookEndpoint] = ()
+    if has_endpoints:
+        query = select(WebhookEndpoint).where(
+            WebhookEndpoint.customer_id == customer_id, WebhookEndpoint.enabled.is_(True)
+        )
+        endpoints = (await session.execute(query.order_by(WebhookEndpoint.created_at))).scalars().all()
+    for event in events:
+        for endpoint in endpoints:
+            if subscribed(endpoint, event.type):
+                session.add(
+                    WebhookDelivery(
+                        public_id=uuid.uuid4(),
+                        customer_id=customer_id,
+                        endpoint_id=endpoint.id,
+                        event_id=event.id,
+                        status="pending",
+                        attempts=0,
+                        next_attempt_at=now,
+                        created_at=now,
+                    )
+                )
+    await session.flush()
+    return events

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.domains.events.service import emit
+from proxyplane.domains.events.service import emit, emit_many
 from proxyplane.storage.models import Service
 
 
@@ -28,17 +28,24 @@ async def service_event(session: AsyncSession, svc: Service, event_type: str, **
     await emit(session, svc.customer_id, event_type, service_data(svc, **extra))
 
 
-async def order_placed(session: AsyncSession, svc: Service, amount_due_cents: int) -> None:
-    """order.created always; when nothing is left to pay, also order.paid and service.activated."""
+async def order_placed(
+    session: AsyncSession, svc: Service, amount_due_cents: int, *, has_endpoints: bool = True
+) -> None:
+    """order.created always; when nothing is left to pay, also order.paid and service.activated (one
+    emit_many: the same events, in that order, in two or three statements)."""
     data = service_data(
         svc,
         total_cents=svc.period_price_cents,
         wallet_paid_cents=svc.wallet_paid_cents,
         amount_due_cents=amount_due_cents,
     )
-    await emit(session, svc.customer_id, "order.created", data)
+    items = [("order.created", data)]
     if amount_due_cents == 0:
-        await order_paid(session, svc)
+        items += [
+            ("order.paid", service_data(svc, total_cents=svc.period_price_cents)),
+            ("service.activated", service_data(svc)),
+        ]
+    await emit_many(session, svc.customer_id, items, has_endpoints=has_endpoints)
 
 
 async def order_paid(session: AsyncSession, svc: Service) -> None:

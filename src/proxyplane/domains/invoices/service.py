@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -92,15 +92,19 @@ async def record_charge(
     )
     session.add(invoice)
     await session.flush()
-    for line in lines:
-        session.add(
-            InvoiceItem(
-                invoice_id=invoice.id,
-                description=line.description[:300],
-                quantity=line.quantity,
-                unit_price_cents=line.unit_price_cents,
-                amount_cents=line.amount_cents,
-            )
+    if lines:  # one executemany, whatever the line count
+        await session.execute(
+            insert(InvoiceItem),
+            [
+                {
+                    "invoice_id": invoice.id,
+                    "description": line.description[:300],
+                    "quantity": line.quantity,
+                    "unit_price_cents": line.unit_price_cents,
+                    "amount_cents": line.amount_cents,
+                }
+                for line in lines
+            ],
         )
     for entry in ledger_entries:
         if entry is not None:
@@ -320,22 +324,26 @@ async def record_order(
     due_cents: int,
     checkout_method: str,
     deposit_id: uuid.UUID | None,
+    *,
+    link_debits: bool = True,
 ) -> Invoice:
     """The invoice of a composite order: paid when the wallet covered it, else open until its checkout
-    settles (settle_deposit_invoice). The order's wallet debit is linked to it."""
+    settles (settle_deposit_invoice). The order's wallet debit is linked to it (`link_debits` false: the
+    caller writes the debit afterwards with this invoice's id, as orders.place_order does)."""
     if due_cents == 0:
         method = "wallet"
     else:
         method = f"wallet + {checkout_method}" if wallet_cents else checkout_method
-    entries = (
-        await session.execute(
+    entries: Sequence[LedgerEntry] = ()
+    if link_debits:
+        found = await session.execute(
             select(LedgerEntry).where(
                 LedgerEntry.service_id == svc.service_id,
                 LedgerEntry.kind == "purchase",
                 LedgerEntry.invoice_id.is_(None),
             )
         )
-    ).scalars()
+        entries = list(found.scalars())
     return await record_charge(
         session,
         svc.customer_id,
@@ -347,5 +355,5 @@ async def record_order(
         payment_method=method,
         status="paid" if due_cents == 0 else "open",
         deposit_id=deposit_id if due_cents else None,
-        ledger_entries=list(entries),
+        ledger_entries=entries,
     )

@@ -144,10 +144,21 @@ class QuoteSegmentOut(BaseModel):
 
 
 class QuoteError(BaseModel):
-    country: str | None
+    country: str | None = Field(description="null for an error of the whole order (its minimum)")
     requested: int
     available: int
     message: str
+    error: str = Field(
+        description="insufficient_stock, unknown_country or order_below_minimum (the code an order "
+        "with this error is refused with)"
+    )
+    minimum_ips: int | None = Field(default=None, description="order_below_minimum: the minimum IP count")
+    minimum_monthly_cents: int | None = Field(
+        default=None, description="order_below_minimum: the minimum retail monthly total"
+    )
+    monthly_cents: int | None = Field(
+        default=None, description="order_below_minimum: this order's retail monthly total"
+    )
 
 
 class QuoteOut(BaseModel):
@@ -271,7 +282,6 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
         ctx.platform.secrets,
         ctx.platform.processor(),
         customer_id=ctx.customer_id,
-        partner_discount_percent=await _partner_percent(ctx),
         product_kind=data.product_kind,
         geo_source=data.geo_source,
         period_months=data.period_months,
@@ -287,7 +297,9 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
     ctx.uow.after_commit(lambda: ctx.platform.emit("entitlements_changed", sid))
     return OrderOut(
         order_id=result.service.number,
-        service=await service_out(ctx.session, ctx.platform.secrets, result.service),
+        service=await service_out(
+            ctx.session, ctx.platform.secrets, result.service, ips=result.ips, whitelist=result.whitelist
+        ),
         quote=quote_out(result.priced, data.geo_source),
         total_cents=result.priced.quote.total_cents,
         wallet_paid_cents=result.wallet_paid_cents,

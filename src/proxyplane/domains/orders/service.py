@@ -1,10 +1,11 @@
 """Quotes and composite orders.
 
-A quote and an order with the same input run the same code (`price`) and so cost the same. An order:
-validate (422 before any charge) -> price -> create the pending service -> take the wallet part ->
-allocate the IPs atomically -> either activate (fully paid) or open a processor checkout for
-`amount_due_cents`; the service activates when that deposit is confirmed (see `settle_order_deposit`).
-Everything happens in the caller's one transaction: an error anywhere rolls it all back.
+A quote and an order with the same input price the same (`_quote` over the same price book). An order:
+validate (422 before any charge: whitelist, minimum, countries) -> take the wallet part -> create the
+service (active when fully paid) -> allocate every IP in one set-based statement -> invoice, ledger entry,
+events; or, with a remainder, a pending service and a processor checkout for `amount_due_cents` that
+activates it when confirmed (see `settle_order_deposit`). Everything happens in the caller's one
+transaction: an error anywhere rolls it all back. The statement count does not depend on the IP count.
 """
 
 from __future__ import annotations
@@ -14,20 +15,34 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
+from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
-from proxyplane.domains.pricing import PricingError, Quote, merge_segments, order_minimum_error, quote_lines
+from proxyplane.domains.orders import context as order_context
+from proxyplane.domains.pricing import (
+    PriceBook,
+    PricingError,
+    Quote,
+    merge_segments,
+    order_minimum,
+    quote_lines,
+)
 from proxyplane.domains.pricing.store import load_pricebook
 from proxyplane.domains.services import service as services
+from proxyplane.domains.stock import allocate as alloc
 from proxyplane.domains.stock import service as stock
+from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import COUNTRIES
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.storage.models import Deposit, Service, Wallet
+from proxyplane.storage.models import Deposit, Service, ServiceWhitelist, Wallet
+
+PLACE_SAVEPOINT = "order_place"
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,10 @@ class SegmentError:
     requested: int
     available: int
     message: str
+    error: str = "unknown_country"  # or insufficient_stock, order_below_minimum
+    minimum_ips: int | None = None
+    minimum_monthly_cents: int | None = None
+    monthly_cents: int | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,15 @@ class Priced:
     included_connections_per_ip: int
 
 
+def _quote(book: PriceBook, segments: Sequence[tuple[str, int]], period_months: int, partner: int) -> Quote:
+    try:
+        merged = merge_segments([(c.strip().upper(), n) for c, n in segments])
+        return quote_lines(book, merged, period_months, partner)
+    except PricingError as exc:
+        field = "period_months" if "period" in str(exc) else "segments"
+        raise ValidationFailed(str(exc), field=field) from None
+
+
 async def price(
     session: AsyncSession,
     product_kind: str,
@@ -53,20 +81,19 @@ async def price(
     period_months: int,
     segments: Sequence[tuple[str, int]],
     partner_discount_percent: int = 0,
+    *,
+    book: PriceBook | None = None,
 ) -> Priced:
     """Price segments (merged per country, first appearance order) and list what cannot be fulfilled.
     Raises ValidationFailed for an unknown kind / geo source / period or an empty or malformed list."""
     stock.check_pool(product_kind, geo_source)
-    book = await load_pricebook(session, product_kind)
-    try:
-        merged = merge_segments([(c.strip().upper(), n) for c, n in segments])
-        quote = quote_lines(book, merged, period_months, partner_discount_percent)
-    except PricingError as exc:
-        field = "period_months" if "period" in str(exc) else "segments"
-        raise ValidationFailed(str(exc), field=field) from None
-    avail = await stock.availability(session, product_kind, geo_source)
+    book = book or await load_pricebook(session, product_kind)
+    quote = _quote(book, segments, period_months, partner_discount_percent)
+    avail = await stock.availability(
+        session, product_kind, geo_source, [line.country for line in quote.lines]
+    )
     errors = []
-    for seg in merged:
+    for seg in quote.lines:
         have = avail.get(seg.country, 0)
         if seg.country not in COUNTRIES:
             errors.append(SegmentError(seg.country, seg.count, 0, f"unknown country code {seg.country!r}"))
@@ -77,11 +104,23 @@ async def price(
                     seg.count,
                     have,
                     f"only {have} {product_kind} IPs available in {seg.country} ({geo_source})",
+                    "insufficient_stock",
                 )
             )
-    minimum = order_minimum_error(book, quote)
-    if minimum:
-        errors.append(SegmentError(None, quote.ip_count, 0, minimum))
+    below = order_minimum(book, quote)
+    if below:
+        errors.append(
+            SegmentError(
+                None,
+                quote.ip_count,
+                0,
+                below.message,
+                "order_below_minimum",
+                below.minimum_ips,
+                below.minimum_monthly_cents,
+                below.monthly_cents,
+            )
+        )
     return Priced(quote, tuple(errors), avail, book.included_connections_per_ip)
 
 
@@ -108,11 +147,10 @@ def check_whitelist(ips: Sequence[str] | None) -> list[str]:
     return out
 
 
-async def _lock_balance(session: AsyncSession, customer_id: int, postgres: bool) -> int:
-    q = select(Wallet.balance_cents).where(Wallet.customer_id == customer_id)
-    if postgres:
-        q = q.with_for_update()
-    return int((await session.scalar(q)) or 0)
+class OrderBelowMinimum(ValidationFailed):
+    """An order under the price book's minimum: names the minimum and the order's own amount."""
+
+    code = "order_below_minimum"
 
 
 @dataclass(frozen=True)
@@ -122,6 +160,119 @@ class OrderResult:
     wallet_paid_cents: int
     amount_due_cents: int
     deposit: Deposit | None
+    ips: tuple[Allocated, ...] = ()
+    whitelist: tuple[str, ...] = ()
+
+
+def _check_order(book: PriceBook, quote: Quote, product_kind: str, geo_source: str) -> None:
+    """The refusals that need no stock count: unknown countries, then the order minimum."""
+    unknown = [line for line in quote.lines if line.country not in COUNTRIES]
+    if unknown:
+        errors = [
+            SegmentError(line.country, line.count, 0, f"unknown country code {line.country!r}")
+            for line in unknown
+        ]
+        raise stock.OutOfStock(errors[0].message, errors=[e.__dict__ for e in errors])
+    below = order_minimum(book, quote)
+    if below is not None:
+        raise OrderBelowMinimum(
+            below.message,
+            minimum_ips=below.minimum_ips,
+            minimum_monthly_cents=below.minimum_monthly_cents,
+            ip_count=below.ip_count,
+            monthly_cents=below.monthly_cents,
+        )
+
+
+def _out_of_stock(
+    product_kind: str, geo_source: str, lines: Sequence[tuple[str, int]], missing: Sequence[tuple[str, int]]
+) -> stock.OutOfStock:
+    short = dict(missing)
+    errors = [
+        SegmentError(
+            country,
+            count,
+            count - short[country],
+            f"only {count - short[country]} {product_kind} IPs available in {country} ({geo_source})",
+            "insufficient_stock",
+        )
+        for country, count in lines
+        if country in short
+    ]
+    return stock.OutOfStock(errors[0].message, errors=[e.__dict__ for e in errors])
+
+
+def _new_service(
+    box: SecretBox, customer_id: int, quote: Quote, geo_source: str, included: int, wl: Sequence[str]
+) -> Service:
+    return Service(
+        service_id=uuid.uuid4(),
+        customer_id=customer_id,
+        product_kind=quote.product_kind,
+        status="pending",
+        period_months=quote.period_months,
+        geo_source=geo_source,
+        segments=[{"country": line.country, "count": line.count} for line in quote.lines],
+        parameters={},
+        auto_renew=False,
+        renewal_price_cents=quote.monthly_cents,
+        period_price_cents=quote.total_cents,
+        wallet_paid_cents=0,
+        amount_due_cents=0,
+        login=services.new_login(),
+        password_enc=box.encrypt(services.new_password()),
+        max_connections=included * quote.ip_count,
+    )
+
+
+def _settle(svc: Service, paid: int) -> None:
+    svc.wallet_paid_cents = paid
+    if paid == svc.period_price_cents:
+        services.activate(svc)
+    else:
+        svc.amount_due_cents = svc.period_price_cents - paid
+
+
+async def _insert(session: AsyncSession, svc: Service, wl: Sequence[str]) -> None:
+    session.add(svc)
+    await session.flush()  # INSERT ... RETURNING number
+    await session.execute(
+        insert(ServiceWhitelist),
+        [{"service_id": svc.service_id, "ip": ip, "created_at": utcnow()} for ip in wl],
+    )
+
+
+async def _from_wallet(
+    session: AsyncSession, customer_id: int, total: int, use_balance: bool, balance_only: bool, postgres: bool
+) -> wallet.Withdrawal | None:
+    if total <= 0:
+        return None
+    if not use_balance:
+        if balance_only:  # everything would go to a checkout, which agents never get: refuse now
+            have = int(
+                (await session.scalar(select(Wallet.balance_cents).where(Wallet.customer_id == customer_id)))
+                or 0
+            )
+            if have < total:
+                raise InsufficientBalance(
+                    f"the wallet balance is {total - have} cents short of this order ({total} cents, "
+                    f"balance {have}) and agents pay from the balance only; nothing was charged or reserved",
+                    required_cents=total,
+                    balance_cents=have,
+                    missing_cents=total - have,
+                )
+        return None
+    try:
+        return await wallet.withdraw(session, customer_id, total, up_to=not balance_only, postgres=postgres)
+    except InsufficientBalance as exc:
+        have = int(exc.extra.get("balance_cents", 0))
+        raise InsufficientBalance(
+            f"the wallet balance is {total - have} cents short of this order ({total} cents, balance "
+            f"{have}) and agents pay from the balance only; nothing was charged or reserved",
+            required_cents=total,
+            balance_cents=have,
+            missing_cents=total - have,
+        ) from None
 
 
 async def place_order(
@@ -130,7 +281,6 @@ async def place_order(
     processor: object,
     *,
     customer_id: int,
-    partner_discount_percent: int,
     product_kind: str,
     geo_source: str,
     period_months: int,
@@ -140,68 +290,65 @@ async def place_order(
     payment_method: str,
     idempotency_key: str,
     postgres: bool,
+    partner_discount_percent: int | None = None,
     balance_only: bool = False,
 ) -> OrderResult:
-    """`balance_only` (agents over MCP): a balance short of the total raises InsufficientBalance before
-    anything is created, reserved or charged, and no processor checkout is ever opened."""
+    """One order in a bounded number of statements whatever its IP count: one context read, the wallet
+    part (one guarded UPDATE), the service row, its whitelist, the IPs (allocate.take: one statement on
+    PostgreSQL, two on SQLite), the invoice and its lines, the ledger entry, the events.
+    `partner_discount_percent` None: the customer's own. `balance_only` (agents over MCP): a balance
+    short of the total raises InsufficientBalance and nothing is created, reserved or charged, and no
+    processor checkout is ever opened."""
     wl = check_whitelist(whitelist_ips)
-    await services.expire_due(session)  # free the IPs of services whose term is over
-    priced = await price(session, product_kind, geo_source, period_months, segments, partner_discount_percent)
-    if priced.errors:
-        first = priced.errors[0]
-        raise stock.OutOfStock(
-            first.message,
-            errors=[e.__dict__ for e in priced.errors],
-        )
-    quote = priced.quote
+    stock.check_pool(product_kind, geo_source)
+    ctx = await order_context.load(session, customer_id, product_kind, session.info.get(SPENDING_KEY))
+    partner = ctx.partner_discount_percent if partner_discount_percent is None else partner_discount_percent
+    quote = _quote(ctx.book, segments, period_months, partner)
+    _check_order(ctx.book, quote, product_kind, geo_source)
+    lines = [(line.country, line.count) for line in quote.lines]
     total = quote.total_cents
-    if balance_only:
-        have = await _lock_balance(session, customer_id, postgres)
-        if have < total:
-            raise InsufficientBalance(
-                f"the wallet balance is {total - have} cents short of this order ({total} cents, balance "
-                f"{have}) and agents pay from the balance only; nothing was charged or reserved",
-                required_cents=total,
-                balance_cents=have,
-                missing_cents=total - have,
-            )
-    svc = await services.create_service(
-        session,
-        box,
-        customer_id=customer_id,
-        product_kind=product_kind,
-        period_months=period_months,
-        geo_source=geo_source,
-        segments=[(line.country, line.count) for line in quote.lines],
-        whitelist=wl,
-        renewal_price_cents=quote.monthly_cents,
-        period_price_cents=total,
-        max_connections=priced.included_connections_per_ip * quote.ip_count,
-    )
-    wallet_part = min(await _lock_balance(session, customer_id, postgres), total) if use_balance else 0
-    if wallet_part > 0:
-        await wallet.debit(
-            session,
-            customer_id,
-            wallet_part,
-            "purchase",
-            f"Order #{svc.number}: {quote.ip_count} {product_kind} IPs, {period_months} month(s)",
-            service_id=svc.service_id,
+    included = ctx.book.included_connections_per_ip
+    if postgres:
+        await session.execute(text(f"SAVEPOINT {PLACE_SAVEPOINT}"))
+    taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
+    svc = _new_service(box, customer_id, quote, geo_source, included, wl)
+    _settle(svc, taken.cents if taken else 0)
+    await _insert(session, svc, wl)
+    ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
+    missing = alloc.shortfall(lines, ips)
+    if missing and postgres:
+        # rows with room held by concurrent orders (or no stock): start again from the savepoint, this
+        # time stock first (waiting in id order), then the wallet, so no two orders wait in a cycle
+        await session.execute(text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}"))
+        session.expunge(svc)
+        await services.expire_due(session)
+        svc = _new_service(box, customer_id, quote, geo_source, included, wl)
+        await _insert(session, svc, wl)
+        ips, missing = await alloc.take_waiting(
+            session, svc.service_id, product_kind, geo_source, lines, postgres=True
         )
-    svc.wallet_paid_cents = wallet_part
-    await stock.allocate(
-        session,
-        svc.service_id,
-        product_kind,
-        geo_source,
-        [(line.country, line.count) for line in quote.lines],
-        postgres=postgres,
-    )
-    due = total - wallet_part
+        if missing:
+            raise _out_of_stock(product_kind, geo_source, lines, missing)
+        taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
+        _settle(svc, taken.cents if taken else 0)
+    elif missing:  # SQLite (one writer): free the IPs of services whose term is over, then try again
+        await services.expire_due(session)
+        more, missing = await alloc.take_waiting(
+            session,
+            svc.service_id,
+            product_kind,
+            geo_source,
+            missing,
+            postgres=False,
+            exclude={a.ip_id for a in ips},
+        )
+        if missing:
+            raise _out_of_stock(product_kind, geo_source, lines, missing)
+        ips = sorted([*ips, *more], key=lambda a: a.ip_id)
+    paid = taken.cents if taken else 0
+    due = total - paid
     deposit = None
-    if due == 0:
-        services.activate(svc)
-    else:
+    if due > 0:
         from proxyplane.domains.wallet.deposits import init_deposit
 
         deposit = await init_deposit(
@@ -213,11 +360,25 @@ async def place_order(
             f"order:{svc.service_id}:{idempotency_key}"[:200],
         )
         svc.deposit_id = deposit.id
-        svc.amount_due_cents = due
-    await session.flush()
-    await invoices.record_order(session, svc, quote, wallet_part, due, payment_method, svc.deposit_id)
-    await service_events.order_placed(session, svc, due)
-    return OrderResult(svc, priced, wallet_part, due, deposit)
+    invoice = await invoices.record_order(
+        session, svc, quote, paid, due, payment_method, svc.deposit_id, link_debits=False
+    )
+    if taken is not None:
+        await wallet.record_withdrawal(
+            session,
+            customer_id,
+            taken,
+            "purchase",
+            f"Order #{svc.number}: {quote.ip_count} {product_kind} IPs, {period_months} month(s)",
+            service_id=svc.service_id,
+            invoice_id=str(invoice.id),
+            capped_key=ctx.capped_key,
+            balance_low_threshold=(ctx.balance_low_threshold_cents,),
+        )
+    await service_events.order_placed(session, svc, due, has_endpoints=ctx.has_webhooks)
+    availability = {country: count for country, count in lines}  # the order took them all
+    priced = Priced(quote, (), availability, included)
+    return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl))
 
 
 async def settle_order_deposit(session: AsyncSession, deposit: Deposit) -> uuid.UUID | None:

@@ -180,17 +180,42 @@ def quote_lines(
     )
 
 
-def order_minimum_error(pricebook: PriceBook, quote: Quote) -> str | None:
+@dataclass(frozen=True)
+class BelowMinimum:
+    """An order under its book's minimum: the minimum (IPs and retail cents a month) and the order's
+    own amount, with a message naming both."""
+
+    minimum_ips: int
+    minimum_monthly_cents: int
+    ip_count: int
+    monthly_cents: int
+    message: str
+
+
+def order_minimum(pricebook: PriceBook, quote: Quote) -> BelowMinimum | None:
     """Why `quote` is below the order minimum, or None. The cents minimum compares with the retail
     monthly total (after the volume discount, before partner and term discounts)."""
     if quote.ip_count < pricebook.min_order_ips:
-        return f"the minimum order is {pricebook.min_order_ips} IPs, got {quote.ip_count}"
-    if quote.retail_monthly_cents < pricebook.min_order_cents:
-        return (
+        message = f"the minimum order is {pricebook.min_order_ips} IPs, this order has {quote.ip_count}"
+    elif quote.retail_monthly_cents < pricebook.min_order_cents:
+        message = (
             f"the minimum order is {pricebook.min_order_cents} cents a month, "
-            f"got {quote.retail_monthly_cents}"
+            f"this order comes to {quote.retail_monthly_cents} cents a month"
         )
-    return None
+    else:
+        return None
+    return BelowMinimum(
+        minimum_ips=pricebook.min_order_ips,
+        minimum_monthly_cents=pricebook.min_order_cents,
+        ip_count=quote.ip_count,
+        monthly_cents=quote.retail_monthly_cents,
+        message=message,
+    )
+
+
+def order_minimum_error(pricebook: PriceBook, quote: Quote) -> str | None:
+    below = order_minimum(pricebook, quote)
+    return below.message if below else None
 
 
 def merge_segments(segments: Iterable[SegmentInput]) -> list[Segment]:

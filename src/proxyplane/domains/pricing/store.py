@@ -7,7 +7,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.domains.pricing.rules import PriceBook, pricebook_with_overrides, pricebooks_from_dict
+from proxyplane.domains.pricing.rules import (
+    DEFAULT_PRICEBOOKS,
+    PriceBook,
+    pricebook_with_overrides,
+    pricebooks_from_dict,
+)
 from proxyplane.storage.models import PriceBookOverride
 
 
@@ -42,3 +47,20 @@ async def reset_overrides(session: AsyncSession, product_kind: str) -> None:
     if row is not None:
         await session.delete(row)
         await session.flush()
+
+
+def overrides_of(product_kind: str) -> Any:
+    """The scalar subquery of one kind's stored overrides (NULL when none), for callers that read the
+    price book in the same statement as other facts (orders: one context read per order)."""
+    return (
+        select(PriceBookOverride.overrides)
+        .where(PriceBookOverride.product_kind == product_kind)
+        .scalar_subquery()
+    )
+
+
+def book_with(product_kind: str, overrides: dict[str, Any] | None) -> PriceBook:
+    """The price book of a kind given its stored overrides (None or empty: the default book)."""
+    if product_kind not in DEFAULT_PRICEBOOKS:
+        raise ValueError(f"unknown product kind {product_kind!r}")
+    return pricebooks_from_dict({product_kind: overrides} if overrides else {})[product_kind]

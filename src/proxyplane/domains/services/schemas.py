@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -52,8 +53,18 @@ class ServiceOut(BaseModel):
     parameters: dict[str, Any]
 
 
-async def service_out(session: AsyncSession, box: SecretBox, svc: Service) -> ServiceOut:
-    ips = await services.service_ips(session, svc.service_id)
+async def service_out(
+    session: AsyncSession,
+    box: SecretBox,
+    svc: Service,
+    *,
+    ips: Sequence[Any] | None = None,
+    whitelist: Sequence[str] | None = None,
+) -> ServiceOut:
+    """`ips` (objects with address, port, country) and `whitelist`: given when the caller has just
+    written them (an order), else read."""
+    if ips is None:
+        ips = await services.service_ips(session, svc.service_id)
     return ServiceOut(
         service_id=svc.service_id,
         service_number=svc.number,
@@ -67,7 +78,9 @@ async def service_out(session: AsyncSession, box: SecretBox, svc: Service) -> Se
         ips=[ServiceIpOut(ip=i.address, port=i.port, country=i.country) for i in ips],
         login=svc.login,
         password=services.masked_password(box, svc),
-        whitelist_ips=await services.whitelist(session, svc.service_id),
+        whitelist_ips=list(whitelist)
+        if whitelist is not None
+        else await services.whitelist(session, svc.service_id),
         max_connections=svc.max_connections,
         auto_renew=svc.auto_renew,
         renewal_price_cents=svc.renewal_price_cents,

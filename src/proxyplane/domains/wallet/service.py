@@ -4,12 +4,14 @@ concurrency (a conditional UPDATE that cannot take the balance below zero, in th
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.domains.apikeys import caps
+from proxyplane.domains.events.service import after_debit
 from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.storage import paging
 from proxyplane.storage.models import LedgerEntry, Wallet
@@ -94,6 +96,88 @@ async def debit(
     session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + cents
     return await _append(
         session, customer_id, -cents, new_balance, kind, description, service_id, invoice_id, None
+    )
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """Cents taken from the balance row by `withdraw`, not yet in the ledger (see `record_withdrawal`)."""
+
+    cents: int
+    balance_after_cents: int
+
+
+async def withdraw(
+    session: AsyncSession, customer_id: int, cents: int, *, up_to: bool = False, postgres: bool = False
+) -> Withdrawal:
+    """The balance half of a debit, for a purchase path that writes its ledger entry later in the same
+    transaction (`record_withdrawal`, which must follow). Takes all of `cents` in one guarded UPDATE, or
+    raises InsufficientBalance; with `up_to`, takes as much as there is (possibly 0) instead."""
+    taken = cents
+    new_balance = await _take(session, customer_id, cents)
+    if new_balance is None and up_to:
+        q = select(Wallet.balance_cents).where(Wallet.customer_id == customer_id)
+        have = int((await session.scalar(q.with_for_update() if postgres else q)) or 0)
+        taken = min(have, cents)
+        new_balance = have if taken <= 0 else await _take(session, customer_id, taken)
+    if new_balance is None:
+        have = await balance(session, customer_id)
+        raise InsufficientBalance(
+            f"insufficient balance: {cents} cents needed, {have} available",
+            required_cents=cents,
+            balance_cents=have,
+        )
+    return Withdrawal(max(taken, 0), int(new_balance))
+
+
+async def _take(session: AsyncSession, customer_id: int, cents: int) -> int | None:
+    return (
+        await session.execute(
+            update(Wallet)
+            .where(Wallet.customer_id == customer_id, Wallet.balance_cents >= cents)
+            .values(balance_cents=Wallet.balance_cents - cents)
+            .returning(Wallet.balance_cents)
+        )
+    ).scalar_one_or_none()
+
+
+async def record_withdrawal(
+    session: AsyncSession,
+    customer_id: int,
+    taken: Withdrawal,
+    kind: str,
+    description: str,
+    *,
+    service_id: uuid.UUID | None = None,
+    invoice_id: str | None = None,
+    capped_key: bool = True,
+    balance_low_threshold: tuple[int | None] | None = None,
+) -> None:
+    """The ledger half of `withdraw`: the API key's spending cap (skipped when the caller knows the key
+    has none), the price guard's count, one INSERT of the entry and the balance-low event (with the
+    threshold the caller already read, if given)."""
+    if taken.cents <= 0:
+        return
+    if capped_key:
+        await caps.charge(session, taken.cents)
+    session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + taken.cents
+    entry = LedgerEntry(
+        customer_id=customer_id,
+        amount_cents=-taken.cents,
+        balance_after_cents=taken.balance_after_cents,
+        kind=kind,
+        description=description[:500],
+        service_id=service_id,
+        invoice_id=invoice_id,
+    )
+    session.add(entry)
+    await session.flush()
+    await after_debit(
+        session,
+        customer_id,
+        taken.balance_after_cents + taken.cents,
+        taken.balance_after_cents,
+        known_threshold=balance_low_threshold,
     )
 
 

@@ -1,0 +1,55 @@
+"""What an order needs to know before it writes, read in ONE statement: the customer's partner
+discount, the price book's stored overrides, the balance-low threshold, whether the customer has an
+enabled webhook endpoint and whether the calling API key has a spending cap."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import exists, false, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.errors import Unauthorized
+from proxyplane.domains.pricing import PriceBook
+from proxyplane.domains.pricing.store import book_with, overrides_of
+from proxyplane.storage.models import Customer, NotificationSettings, WebhookEndpoint
+from proxyplane.storage.models.spending import ApiKeySpending
+
+
+@dataclass(frozen=True)
+class OrderContext:
+    book: PriceBook
+    partner_discount_percent: int
+    balance_low_threshold_cents: int | None
+    has_webhooks: bool
+    capped_key: bool
+
+
+async def load(
+    session: AsyncSession, customer_id: int, product_kind: str, key_id: uuid.UUID | None
+) -> OrderContext:
+    threshold = (
+        select(NotificationSettings.balance_low_threshold_cents)
+        .where(NotificationSettings.customer_id == customer_id)
+        .scalar_subquery()
+    )
+    hooks = exists().where(WebhookEndpoint.customer_id == customer_id, WebhookEndpoint.enabled.is_(True))
+    capped = exists().where(ApiKeySpending.key_id == key_id) if key_id is not None else false()
+    row = (
+        await session.execute(
+            select(
+                Customer.partner_discount_percent, overrides_of(product_kind), threshold, hooks, capped
+            ).where(Customer.id == customer_id)
+        )
+    ).first()
+    if row is None:
+        raise Unauthorized("unknown customer")
+    partner, overrides, low, has_hooks, is_capped = row
+    return OrderContext(
+        book=book_with(product_kind, overrides),
+        partner_discount_percent=int(partner or 0),
+        balance_low_threshold_cents=low,
+        has_webhooks=bool(has_hooks),
+        capped_key=bool(is_capped),
+    )
