@@ -63,12 +63,13 @@ async def test_order_statements_do_not_grow_with_its_ip_count(
     await fresh_stock(platform, "proxy_isp", "IS", 505)
     await fresh_stock(platform, "proxy_isp", "LU", 10)
     await fresh_stock(platform, "proxy_isp", "BG", 10)
-    runs = {}
-    for name, segments in (
+    runs: dict[str, list[str]] = {}
+    orders: list[tuple[str, list[dict[str, Any]]]] = [
         ("5 IPs", [{"country": "IS", "count": 5}]),
         ("500 IPs", [{"country": "IS", "count": 500}]),
         ("3 countries", [{"country": c, "count": 7} for c in ("IS", "LU", "BG")]),
-    ):
+    ]
+    for name, segments in orders:
         _, key = await _funded(platform)
         await client.get("/api/v1/customer/wallet/balance", headers=bearer(key))  # key's last use recorded
         with counted(platform) as statements:
