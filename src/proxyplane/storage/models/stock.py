@@ -7,7 +7,7 @@ increments it with a conditional UPDATE (see domains/stock/service.py)."""
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Index, Integer, String
+from sqlalchemy import CheckConstraint, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.core.clock import utcnow
@@ -25,6 +25,19 @@ class StockIp(Base):
         CheckConstraint("capacity >= 1", name="capacity_positive"),
         Index("ix_stock_ips_pool_maxmind", "product_kind", "country_maxmind"),
         Index("ix_stock_ips_pool_ripe", "product_kind", "country_ripe"),
+        # allocation (domains/stock/allocate.py): least-shared first among the IPs on sale (0012d)
+        *(
+            Index(
+                f"ix_stock_ips_alloc_{source}",
+                "product_kind",
+                f"country_{source}",
+                "assigned_count",
+                "id",
+                postgresql_where=text("retired_at IS NULL"),
+                sqlite_where=text("retired_at IS NULL"),
+            )
+            for source in ("maxmind", "ripe")
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
