@@ -11,7 +11,7 @@ import uuid
 
 import httpx
 import pytest
-from sqlalchemy import String, Uuid, cast, insert, literal, select
+from sqlalchemy import String, Uuid, cast, delete, insert, literal, select
 
 from proxyplane.core.clock import utcnow
 from proxyplane.platform import Platform
@@ -53,6 +53,33 @@ async def add_exit_ips(platform: Platform, service_id: str, count: int) -> None:
         await uow.commit()
 
 
+async def remove_exit_ips(platform: Platform) -> None:
+    async with platform.db.unit_of_work(write=True) as uow:
+        await uow.session.execute(delete(ServiceIp).where(ServiceIp.address.like(PREFIX + "%")))
+        await uow.session.execute(delete(StockIp).where(StockIp.address.like(PREFIX + "%")))
+        await uow.commit()
+
+
+async def through(i: int, ip: str, ports: tuple[int, int], origin: int, login: str, password: str) -> str:
+    """One request through exit IP ``ip`` (HTTP, CONNECT or SOCKS5 by ``i``): the peer the origin saw."""
+    http_port, socks_port = ports
+    cred = basic(login, password)
+    if i % 3 == 0:
+        status, _, body = await http_get((ip, http_port), f"http://127.0.0.1:{origin}/{i}", cred)
+        assert status == 200, (ip, status)
+        return body.split()[0].decode()
+    if i % 3 == 1:
+        status, reader, writer = await connect_tunnel((ip, http_port), f"127.0.0.1:{origin}", cred)
+    else:
+        rep, _, reader, writer = await socks_connect((ip, socks_port), "127.0.0.1", origin, login, password)
+        status = 200 if rep == 0 else 500
+    assert status == 200, (ip, status)
+    writer.write(f"GET /{i} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    body = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    return body.split(b"\r\n\r\n", 1)[1].split()[0].decode()
+
+
 async def test_65536_exit_ips_on_a_handful_of_listeners(
     client: httpx.AsyncClient, platform: Platform, account: Account, origin, tmp_path
 ) -> None:
@@ -62,52 +89,36 @@ async def test_65536_exit_ips_on_a_handful_of_listeners(
                              headers={"Authorization": f"Bearer {svc['key']}"})).json()
     login, password = auth["login"], auth["password"]
     more = [f"{PREFIX}{n >> 8}.{n & 0xFF}" for n in range(1, 1 << 16)]
-    started = time.perf_counter()
-    await add_exit_ips(platform, svc["service_id"], len(more))
-    inserted = time.perf_counter() - started
     exits = bought + more
     assert len(exits) == 65_536
     settings = node_settings(bought).model_copy(update={"static_bind": "0.0.0.0"})
-    before = listening_sockets()
     started = time.perf_counter()
-    async with running_node(platform, settings, tmp_path) as node:
-        cold = time.perf_counter() - started
-        entry = node.table.get(svc["service_id"])
-        assert entry is not None and len(entry.exit_ips) == 65_536
-        assert len(node.gateway.static_ips()) >= 65_536  # other tests' static services may be there too
-        opened = listening_sockets() - before
-        assert opened < 100, opened  # 4 here: rotating http + socks, static http + socks
-        http_port = node.gateway.static_port(exits[0], "http")
-        socks_port = node.gateway.static_port(exits[0], "socks")
-        chosen = random.Random(14).sample(exits, 500)
-        cred = basic(login, password)
-        gate = asyncio.Semaphore(32)
-
-        async def one(i: int, ip: str) -> str:
-            async with gate:
-                if i % 3 == 0:
-                    url = f"http://127.0.0.1:{origin.port}/{i}"
-                    status, _, body = await http_get((ip, http_port), url, cred)
-                    assert status == 200, (ip, status)
-                    return body.split()[0].decode()
-                if i % 3 == 1:
-                    status, reader, writer = await connect_tunnel((ip, http_port), f"127.0.0.1:{origin.port}",
-                                                                  cred)
-                else:
-                    rep, _, reader, writer = await socks_connect((ip, socks_port), "127.0.0.1", origin.port,
-                                                                 login, password)
-                    status = 200 if rep == 0 else 500
-                assert status == 200, (ip, status)
-                writer.write(f"GET /{i} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-                body = await asyncio.wait_for(reader.read(), 5)
-                writer.close()
-                return body.split(b"\r\n\r\n", 1)[1].split()[0].decode()
-
+    await add_exit_ips(platform, svc["service_id"], len(more))
+    inserted = time.perf_counter() - started
+    try:
+        before = listening_sockets()
         started = time.perf_counter()
-        seen = await asyncio.gather(*(one(i, ip) for i, ip in enumerate(chosen)))
-        served = time.perf_counter() - started
-        assert seen == chosen  # each origin request came from the exit IP the client dialed
-        peers = {peer for peer, _, path in origin.seen}
-        assert set(chosen) <= peers
+        async with running_node(platform, settings, tmp_path) as node:
+            cold = time.perf_counter() - started
+            entry = node.table.get(svc["service_id"])
+            assert entry is not None and len(entry.exit_ips) == 65_536
+            assert len(node.gateway.static_ips()) >= 65_536  # other tests' static services may be there too
+            opened = listening_sockets() - before
+            assert opened < 100, opened  # 4 here: rotating http + socks, static http + socks
+            ports = (node.gateway.static_port(exits[0], "http"), node.gateway.static_port(exits[0], "socks"))
+            chosen = random.Random(14).sample(exits, 500)
+            gate = asyncio.Semaphore(32)
+
+            async def one(i: int, ip: str) -> str:
+                async with gate:
+                    return await through(i, ip, ports, origin.port, login, password)
+
+            started = time.perf_counter()
+            seen = await asyncio.gather(*(one(i, ip) for i, ip in enumerate(chosen)))
+            served = time.perf_counter() - started
+            assert seen == chosen  # each origin request came from the exit IP the client dialed
+            assert set(chosen) <= {peer for peer, _, _ in origin.seen}
+    finally:  # the next tests' nodes load the whole store: leave it as it was
+        await remove_exit_ips(platform)
     print(f"\n65,536 exit IPs: insert {inserted:.2f} s, node cold start {cold:.2f} s, {opened} listening "
           f"sockets, 500 requests in {served:.2f} s")
