@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import shutil
 
 import httpx
@@ -24,6 +25,18 @@ pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("curl") is None
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def original_http_auth(line: str) -> str:
+    """A customer's converter written for the original API: `ip:port@login:password` -> a proxy URL.
+    Rejects any other shape (as the real one did)."""
+    where, at, credentials = line.partition("@")
+    host, colon, port = where.partition(":")
+    login, colon2, password = credentials.partition(":")
+    if not (at and colon and colon2 and port.isdigit() and login and password):
+        raise ValueError(f"not ip:port@login:password: {line!r}")
+    ipaddress.IPv4Address(host)
+    return f"http://{login}:{password}@{host}:{port}"
 
 
 async def curl(proxy_line: str, url: str) -> tuple[int, str]:
@@ -60,7 +73,7 @@ async def test_legacy_round_trip_through_the_gateway(
     await account.credit(1_000)
     r = await client.post(
         f"/api/product/{pid}",
-        json={"clientid": account.customer_id, "setip": "127.0.0.1"},
+        json={"clientid": str(account.customer_id), "setip": "127.0.0.1"},  # a numeric string, as PHP sends
         headers=auth(account),
     )
     assert r.status_code == 200, r.text
@@ -105,7 +118,8 @@ async def test_legacy_round_trip_through_the_gateway(
             ).text
             [line] = txt.split("\r\n")[:-1]
             lines[typel] = line
-        assert lines["http-auth"] == f"{svc['login']}:{new_password}@{exits[0]}:{settings.static_http_port}"
+        assert lines["http-auth"] == f"{exits[0]}:{settings.static_http_port}@{svc['login']}:{new_password}"
+        lines["http-auth"] = original_http_auth(lines["http-auth"])
         for typel, line in lines.items():
             code, text = await curl(line, url)
             assert code == 200 and text.split()[0] == exits[0], (typel, line, code, text)

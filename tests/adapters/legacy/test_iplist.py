@@ -35,7 +35,7 @@ async def test_static_lists(client: httpx.AsyncClient, platform: Platform, accou
     expected = {
         "http-ip": [f"{a}:3128", f"{b}:3128"],
         "socks-ip": [f"socks5h://{a}:1080", f"socks5h://{b}:1080"],
-        "http-auth": [f"{login}:{password}@{a}:3128", f"{login}:{password}@{b}:3128"],
+        "http-auth": [f"{a}:3128@{login}:{password}", f"{b}:3128@{login}:{password}"],  # the original form
     }
     csv = {
         "http-ip": f"{a},3128\r\n{b},3128\r\n",

@@ -111,7 +111,7 @@ async def test_post_product_creates_service_seen_in_v1(
     pid, product = await static_product(platform, ips=2)
     r = await client.post(
         f"/api/product/{pid}",
-        json={"clientid": account.customer_id, "setip": "192.0.2.10"},
+        json={"clientid": str(account.customer_id), "setip": "192.0.2.10"},  # as PHP forms send it
         headers=auth(account),
     )
     assert (r.status_code, r.headers["content-type"]) == (200, JSON)
@@ -143,7 +143,14 @@ async def test_post_rotating_product(client: httpx.AsyncClient, platform: Platfo
 async def test_post_product_errors(client: httpx.AsyncClient, platform: Platform, account: Account) -> None:
     pid, _ = await static_product(platform)
     client_err = b'{"error":"Unprocessable Entity. ClientID not found"}'
-    for body in ({}, {"clientid": account.customer_id + 1}, {"clientid": str(account.customer_id)}):
+    for body in (
+        {},
+        {"clientid": account.customer_id + 1},
+        {"clientid": str(account.customer_id + 1)},
+        {"clientid": f" {account.customer_id}"},
+        {"clientid": True},
+        {"clientid": float(account.customer_id)},
+    ):
         r = await client.post(f"/api/product/{pid}", json=body, headers=auth(account))
         assert (r.status_code, r.content) == (422, client_err)
     generic = b'{"error":"Unprocessable Entity"}'
@@ -181,7 +188,11 @@ async def test_post_composite_product(
     assert (await client.get("/api/services", headers=auth(account))).content == b"[]"
     await account.credit(10_000)
     r = await client.post("/api/product/2", json={"clientid": account.customer_id}, headers=auth(account))
-    assert (r.status_code, r.content) == (422, generic)  # a composite order needs the IP to bind
+    assert r.status_code == 422  # a composite order needs the IP to bind, and the error says so
+    assert r.content == (
+        b'{"error":"Unprocessable Entity. setip is required: the IPv4 address to bind (whitelist) '
+        b'for this product"}'
+    )
     made = await buy(client, account, 2, setip="192.0.2.1")
     assert made["amount"] == got["price"]
     svc = (await client.get(f"/api/service/{made['serviceId']}", headers=auth(account))).json()

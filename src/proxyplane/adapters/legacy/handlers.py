@@ -14,6 +14,7 @@ from proxyplane.adapters.legacy.billing import latest_invoice_id
 from proxyplane.adapters.legacy.render import (
     CLIENT_NOT_FOUND,
     PRODUCT_NOT_FOUND,
+    SETIP_REQUIRED,
     UNPROCESSABLE,
     LegacyError,
     Money,
@@ -43,6 +44,17 @@ class ProductOrder(BaseModel):
     pid: str
     clientid: Any = None
     setip: Any = None
+
+
+def client_number(raw: Any) -> int | None:
+    """`clientid` as an integer or a string of digits (PHP forms send "1"); None for anything else."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 12:
+        return int(raw)
+    return None
 
 
 def number(raw: str, message: str = UNPROCESSABLE, status: int = 422) -> int:
@@ -120,11 +132,7 @@ async def get_product(ctx: Context, ref: Ref) -> dict[str, Any]:
 async def order_product(ctx: Context, data: ProductOrder) -> dict[str, Any]:
     """Buy a product paid from the credit. Composite ids buy the product's smallest order (a bound IP in
     `setip` is required: v1 orders need a whitelist); catalog ids buy the catalog product."""
-    if (
-        isinstance(data.clientid, bool)
-        or not isinstance(data.clientid, int)
-        or data.clientid != ctx.customer_id
-    ):
+    if client_number(data.clientid) != ctx.customer_id:
         raise fail(CLIENT_NOT_FOUND)
     partner = await _partner(ctx)
     product = await legacy_products.get_product(ctx.session, number(data.pid), partner)
@@ -174,7 +182,7 @@ async def _order_composite(
     ctx: Context, product: legacy_products.LegacyProduct, partner: int, whitelist: list[str]
 ) -> Service:
     if not whitelist:
-        raise fail()
+        raise fail(SETIP_REQUIRED)
     result = await orders.place_order(
         ctx.session,
         ctx.platform.secrets,

@@ -1,9 +1,10 @@
 """IP lists (`/api/iplist/{typel}/{formatl}/{id}`), credit, and network status.
 
-Every list line works as-is with curl (`curl -x <line> URL`):
+List lines (all but http-auth work as-is with `curl -x <line> URL`):
     http-ip    ip:port                                   (HTTP, whitelisted client IP)
     socks-ip   socks5h://ip:port                         (SOCKS5, whitelisted client IP)
-    http-auth  login:password@ip:port                    (HTTP with the service credentials)
+    http-auth  ip:port@login:password                    (HTTP with the service credentials, the original
+                                                          API's form that customers' converters parse)
     ppr-http   login:password@gateway-host:http-port     (rotating gateway)
     ppr-socks  socks5h://login:password@gateway-host:socks-port
 txt: one line per proxy, CRLF-terminated; json: array of those strings; csv: one row per proxy with the
@@ -46,8 +47,11 @@ class Entry(BaseModel):
     login: str = ""
     password: str = ""
     scheme: str = ""
+    auth_last: bool = False  # http-auth: `ip:port@login:password`
 
     def line(self) -> str:
+        if self.auth_last and self.login:
+            return f"{self.host}:{self.port}@{self.login}:{self.password}"
         auth = f"{self.login}:{self.password}@" if self.login else ""
         return f"{self.scheme}{auth}{self.host}:{self.port}"
 
@@ -78,7 +82,7 @@ async def ip_list(ctx: Context, ref: ListRef) -> list[Entry] | None:
         elif ref.typel == "socks-ip":
             out.append(Entry(host=ip.address, port=socks_port, scheme="socks5h://"))
         else:
-            out.append(Entry(host=ip.address, port=http_port, login=login, password=password))
+            out.append(Entry(host=ip.address, port=http_port, login=login, password=password, auth_last=True))
     return out
 
 

@@ -20,6 +20,10 @@ UNPROCESSABLE = "Unprocessable Entity"
 PRODUCT_NOT_FOUND = "Unprocessable Entity or product ID not found"
 CLIENT_NOT_FOUND = "Unprocessable Entity. ClientID not found"
 INVALID_IPV4 = "Unprocessable Entity. Invalid IPv4 format"
+# not in the document (its 422 for a product is the bare text): says what a composite order misses
+SETIP_REQUIRED = (
+    "Unprocessable Entity. setip is required: the IPv4 address to bind (whitelist) for this product"
+)
 TOO_MANY = "Too Many Attempts (updateList). Next update possible: {next}"
 
 
