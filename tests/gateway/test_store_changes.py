@@ -253,3 +253,41 @@ async def test_term_end_switches_the_service_off_without_a_change(platform, stat
         entry = sync.table.get(str(sid))
         assert entry is not None and not entry.active  # known, refused as inactive
         assert sync.full_reloads == reloads
+
+
+async def test_stock_change_refreshes_a_rotating_pool_in_place(platform, statements) -> None:
+    from proxyplane.storage.models import StockIp
+    from tests.domains.stock.support import unique_loopback
+
+    [rotating, *_] = await generated(platform, 50, 60)  # the first 2 % are rotating (pool proxy_datacenter)
+    address = unique_loopback()
+    async with store_sync(platform) as sync:
+        entry = sync.table.get(str(rotating))
+        assert entry is not None and entry.kind == "rotating" and address not in entry.exit_ips
+        async with platform.db.unit_of_work() as uow:
+            uow.session.add(
+                StockIp(
+                    address=address, product_kind="proxy_datacenter", country_maxmind="US", country_ripe="DE"
+                )
+            )
+            await uow.commit()
+        await sync.poll()
+        assert sync.table.get(str(rotating)) is entry and entry.exit_ips.get(address) == "us"  # same entry
+        # an order bumping assigned_count is not a pool change: nothing is re-read
+        async with platform.db.unit_of_work() as uow:
+            await uow.session.execute(
+                update(StockIp)
+                .where(StockIp.address == address)
+                .values(assigned_count=StockIp.assigned_count + 1)
+            )
+            await uow.commit()
+        with statements.counting():
+            await sync.poll()
+        assert statements.n == await idle_poll_statements(sync, statements)  # the log read alone
+        async with platform.db.unit_of_work() as uow:
+            await uow.session.execute(
+                update(StockIp).where(StockIp.address == address).values(retired_at=utcnow())
+            )
+            await uow.commit()
+        await sync.poll()
+        assert address not in entry.exit_ips
