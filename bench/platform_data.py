@@ -20,31 +20,37 @@ The machine is shared while it runs: figures are noisy (p50 of repeated calls).
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import importlib.util
-import random
-import statistics
+import os
 import sys
-import time
-import uuid
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
-from sqlalchemy import func, insert, select, text
+# run as a script, bench/ is sys.path[0]: its platform.py would shadow the standard library's `platform`
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-from proxyplane.core.settings import Settings
-from proxyplane.domains.invoices import service as invoices
-from proxyplane.domains.services import service as services
-from proxyplane.domains.stock import bulk
-from proxyplane.domains.usage import service as usage
-from proxyplane.domains.wallet import service as wallet
-from proxyplane.storage.engine import Database
-from proxyplane.storage.migrate import upgrade
-from proxyplane.storage.models import Customer, LedgerEntry, Service, StockIp
-from proxyplane.storage.models.billing import Invoice
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import importlib.util  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
+from datetime import UTC, datetime, timedelta  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from sqlalchemy import func, insert, select, text  # noqa: E402
+
+from proxyplane.core.settings import Settings  # noqa: E402
+from proxyplane.domains.invoices import service as invoices  # noqa: E402
+from proxyplane.domains.services import service as services  # noqa: E402
+from proxyplane.domains.stock import bulk  # noqa: E402
+from proxyplane.domains.usage import service as usage  # noqa: E402
+from proxyplane.domains.wallet import service as wallet  # noqa: E402
+from proxyplane.storage.engine import Database  # noqa: E402
+from proxyplane.storage.migrate import upgrade  # noqa: E402
+from proxyplane.storage.models import Customer, LedgerEntry, Service, StockIp  # noqa: E402
+from proxyplane.storage.models.billing import Invoice  # noqa: E402
 
 Row = tuple[str, str, str, bool]
 SIZES: dict[str, dict[str, int]] = {
@@ -85,25 +91,43 @@ def _backfill_sql() -> Callable[..., list[str]]:
 
 
 class Timing(float):
-    """Median wall time in ms (compared with the target), printed with the fastest call: on a shared
-    machine the minimum is the closer estimate of the uncontended cost."""
+    """Median wall time in ms (compared with the target), printed with the fastest call and the CPU time
+    per call (this process, and on PostgreSQL the server backend that ran it): on a shared, overloaded
+    machine wall times stretch with everyone's load, the CPU time per call much less."""
 
     fastest: float
+    cpu: float
 
     def __str__(self) -> str:
-        return f"{self:.1f} ms p50 (min {self.fastest:.1f})"
+        return f"{self:.1f} ms p50 (min {self.fastest:.1f}; CPU {self.cpu:.1f} ms/call)"
+
+
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _backend_ms(pid: int) -> float:
+    """CPU time (user + system) of a local process so far, in ms; 0 when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * TICK_MS
 
 
 async def p50_ms(db: Database, repeat: int, call: Callable[[Any], Awaitable[Any]]) -> Timing:
-    """Wall time of `call(session)` in its own read unit of work (opened and closed)."""
-    times = []
+    """Wall time of `call(session)` in its own read unit of work (opened and closed), and CPU."""
+    times, cpu = [], 0.0
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         async with db.unit_of_work(write=False) as uow:
+            pid = 0 if db.is_sqlite else int(await uow.session.scalar(text("SELECT pg_backend_pid()")) or 0)
+            s0 = _backend_ms(pid)
             await call(uow.session)
+            cpu += _backend_ms(pid) - s0
         times.append((time.perf_counter() - t0) * 1000)
+        cpu += (time.process_time() - c0) * 1000
     out = Timing(statistics.median(times))
-    out.fastest = min(times)
+    out.fastest, out.cpu = min(times), cpu / repeat
     return out
 
 

@@ -38,4 +38,4 @@ async def test_small_size_measures_and_cleans_up(database_url: str) -> None:
     usage = [m for f, m in figures.items() if f.startswith("usage totals")]
     lists = [m for f, m in figures.items() if f.startswith("list ")]
     assert len(usage) == 3 and len(lists) == 9
-    assert all(re.fullmatch(r"\d+\.\d ms p50 \(min \d+\.\d\)", m) for m in usage + lists)
+    assert all(re.fullmatch(r"\d+\.\d ms p50 \(min \d+\.\d; CPU \d+\.\d ms/call\)", m) for m in usage + lists)
