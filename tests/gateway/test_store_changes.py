@@ -291,3 +291,13 @@ async def test_stock_change_refreshes_a_rotating_pool_in_place(platform, stateme
             await uow.commit()
         await sync.poll()
         assert address not in entry.exit_ips
+
+
+async def test_full_reload_backstop_is_a_setting(platform, monkeypatch) -> None:
+    async with store_sync(platform) as sync:
+        assert sync.full_reload_interval == 3600.0  # the default: rare (it is O(everything) per node)
+    monkeypatch.setenv("PROXYPLANE_GATEWAY_FULL_RELOAD_SECONDS", "0")
+    async with store_sync(platform) as sync:
+        reloads = sync.full_reloads
+        await sync.poll()
+        assert sync.full_reloads == reloads + 1

@@ -13,6 +13,7 @@ DENY_DESTINATIONS "default" (comma-separated networks customers may not reach th
 word "default" stands for the built-in private/link-local/metadata list of gateway/destinations.py, so
 "default,198.51.100.7/32" adds to it and "10.0.0.0/8" replaces it),
 LIMIT_REFRESH_SECONDS 1 (cross-node connection counts, see gateway/node_limits.py),
+FULL_RELOAD_SECONDS 3600 (the store sync's full-reload backstop; the change log keeps nodes current),
 STATIC_BIND "0.0.0.0,::" (the wildcard addresses the static ports listen on: one socket per port and
 address, the exit IP being the address the client dialed; a family the host lacks is skipped),
 FD_RESERVE 0 (descriptors kept back from the open-files limit; 0: max(64, limit / 20)), SERVICE_FD_SHARE
@@ -44,6 +45,7 @@ class GatewaySettings(BaseSettings):
     dev_allow_loopback: bool = False  # destinations on loopback allowed (development; see above)
     deny_destinations: str = "default"
     limit_refresh_seconds: float = 1.0
+    full_reload_seconds: float = 3600.0  # gateway/store.py backstop (O(everything) per node: keep it rare)
     tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine when built (docs/decisions.md)
     static_bind: str = "0.0.0.0,::"  # wildcard addresses of the static listeners (comma-separated)
     fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: automatic)

@@ -11,8 +11,9 @@ Change detection (docs/decisions.md "Gateway change log (issue 14)"):
 - an active service whose term ends is switched off locally at its end time (a heap of term ends: no
   SQL, no scan of the table);
 - ``notify(service_id)`` is the in-process fast path (``platform.on("entitlements_changed")``);
-- a full reload runs every ``full_reload_interval`` (default 1 hour, was 60 s: it is O(everything)) as a
-  backstop, and when a node is more than ``max_incremental`` services behind.
+- a full reload runs every ``full_reload_interval`` (setting FULL_RELOAD_SECONDS, default 1 hour, was
+  60 s: it is O(everything) per node) as a backstop, and when a node is more than ``max_incremental``
+  services behind.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from proxyplane.core.clock import utcnow
+from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.storage.engine import Database
 
@@ -59,13 +61,15 @@ class StoreSync:
         table: AccessTable | None = None,
         *,
         poll_interval: float = 0.25,
-        full_reload_interval: float = 3600.0,
+        full_reload_interval: float | None = None,
         max_incremental: int = 20_000,
         listen: bool = True,
     ) -> None:
         self.db, self.box = db, box
         self.table = table if table is not None else AccessTable()
         self.table.unseal = box.decrypt
+        if full_reload_interval is None:  # PROXYPLANE_GATEWAY_FULL_RELOAD_SECONDS, default 1 hour
+            full_reload_interval = GatewaySettings().full_reload_seconds
         self.poll_interval, self.full_reload_interval = poll_interval, full_reload_interval
         self.max_incremental = max_incremental
         self.feed = ChangeFeed(postgres=not db.is_sqlite)
