@@ -3,8 +3,11 @@
 Every writer (domain code, raw SQL, the legacy adapter, an operator's psql) is caught by triggers:
 - PostgreSQL: statement-level AFTER triggers with transition tables on services, service_ips,
   service_whitelist, service_addons, proxy_settings (key = service_id) and stock_ips (key = pool:<kind>);
-  one upsert per distinct key per statement (a 10,000-IP insert for one service writes one log row), then
-  NOTIFY proxyplane_changes (delivered at commit) so nodes wake at once;
+  one upsert per distinct key per statement (a 10,000-IP insert for one service writes one log row), and
+  none for a key this transaction already stamped (its one seq is enough: the transaction commits whole;
+  without that guard, 10,000 one-row statements in one transaction re-updated the same log row 10,000
+  times, and each upsert walked the growing chain of its versions: quadratic, 63 s); then NOTIFY
+  proxyplane_changes (delivered at commit) so nodes wake at once;
 - SQLite: row-level triggers (no statement triggers there); seq = max(seq) + 1 is safe because SQLite has
   one writer at a time.
 stock_ips updates only count when a column a rotating pool reads changes (not assigned_count).
@@ -37,16 +40,22 @@ BEGIN
     INSERT INTO gateway_changes (key, seq, xid)
       SELECT k, nextval('gateway_change_seq'), pg_current_xact_id()::text::bigint
       FROM (SELECT DISTINCT {key} AS k FROM new_rows r) d
+      WHERE NOT EXISTS (SELECT 1 FROM gateway_changes g
+                        WHERE g.key = d.k AND g.xid = pg_current_xact_id()::text::bigint)
       ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, xid = excluded.xid;
   ELSIF TG_OP = 'DELETE' THEN
     INSERT INTO gateway_changes (key, seq, xid)
       SELECT k, nextval('gateway_change_seq'), pg_current_xact_id()::text::bigint
       FROM (SELECT DISTINCT {key} AS k FROM old_rows r) d
+      WHERE NOT EXISTS (SELECT 1 FROM gateway_changes g
+                        WHERE g.key = d.k AND g.xid = pg_current_xact_id()::text::bigint)
       ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, xid = excluded.xid;
   ELSE
     INSERT INTO gateway_changes (key, seq, xid)
       SELECT k, nextval('gateway_change_seq'), pg_current_xact_id()::text::bigint
       FROM ({changed}) d
+      WHERE NOT EXISTS (SELECT 1 FROM gateway_changes g
+                        WHERE g.key = d.k AND g.xid = pg_current_xact_id()::text::bigint)
       ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, xid = excluded.xid;
   END IF;
   IF FOUND THEN
