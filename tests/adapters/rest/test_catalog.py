@@ -6,6 +6,7 @@ import uuid
 import httpx
 import pytest
 
+from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.domains.stock.seed import seed_demo
 from proxyplane.platform import Platform
 from tests.adapters.rest.test_order import balance
@@ -62,7 +63,10 @@ async def test_buy_rotating_once_per_product_and_parameters(
     assert sum(r.json()["created"] for r in results) == 1
     assert await balance(client, key) == 2_000 - product["price_cents"]
     svc = results[0].json()["service"]
-    assert svc["status"] == "active" and svc["parameters"]["gateway"]["host"] == "127.0.0.1"
+    assert svc["status"] == "active" and "gateway" not in svc["parameters"]  # no stored copy (issue 22.2)
+    cfg = await client.get(f"/api/v1/customer/services/{svc['service_id']}/proxy/config", headers=bearer(key))
+    gw = GatewaySettings()
+    assert (cfg.json()["host"], cfg.json()["http_port"]) == (gw.host, gw.http_port)  # the settings
 
 
 async def test_buy_proxy_product_with_parameters_and_402(

@@ -21,6 +21,7 @@ from proxyplane.adapters.legacy.render import (
     fail,
 )
 from proxyplane.core.errors import DomainError
+from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.catalog import service as catalog
@@ -168,13 +169,12 @@ async def order_product(ctx: Context, data: ProductOrder) -> dict[str, Any]:
         raise fail() from None
     emit_changed(ctx, svc.service_id)
     ips = await services.service_ips(ctx.session, svc.service_id)
-    gateway = (svc.parameters or {}).get("gateway") or {}
     return {
         "serviceId": svc.number,
         "orderId": svc.number,
         "invoiceId": await latest_invoice_id(ctx, svc),
         "amount": Money(charged),
-        "ip": ips[0].address if ips else str(gateway.get("host", "")),
+        "ip": ips[0].address if ips else rotating_gateway().host,
     }
 
 

@@ -23,6 +23,7 @@ from proxyplane.adapters.legacy.handlers import owned_service
 from proxyplane.adapters.legacy.render import CLIENT_NOT_FOUND
 from proxyplane.core.clock import utcnow
 from proxyplane.core.gateway_settings import GatewaySettings
+from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.services import service as services
 from proxyplane.domains.usage import service as usage
@@ -65,15 +66,16 @@ async def ip_list(ctx: Context, ref: ListRef) -> list[Entry] | None:
     if not services.is_served(svc):
         return []
     login, password = svc.login, services.reveal_password(ctx.platform.secrets, svc)
-    gw = GatewaySettings()
-    if rotating:  # the gateway the product was sold with, else the configured one (as v1 proxy/config)
-        sold = dict((svc.parameters or {}).get("gateway") or {})
-        host = str(sold.get("host", gw.host))
+    if rotating:  # the configured gateway (as v1 proxy/config), never a copy stored with the product
+        rgw = rotating_gateway()
         if ref.typel == "ppr-http":
-            port = int(sold.get("http_port", gw.http_port))
-            return [Entry(host=host, port=port, login=login, password=password)]
-        port = int(sold.get("socks5_port", gw.socks_port))
-        return [Entry(host=host, port=port, login=login, password=password, scheme="socks5h://")]
+            port, scheme = rgw.http_port, ""
+        else:
+            port, scheme = rgw.socks5_port, "socks5h://"
+        if port is None:  # that listener is not opened
+            return []
+        return [Entry(host=rgw.host, port=port, login=login, password=password, scheme=scheme)]
+    gw = GatewaySettings()
     http_port, socks_port = gw.static_http_port, gw.static_socks_port
     out = []
     for ip in await services.service_ips(ctx.session, svc.service_id):

@@ -16,7 +16,7 @@ from proxyplane.adapters.legacy.handlers import owned_service
 from proxyplane.adapters.legacy.render import Money, fail, timestamp
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError
-from proxyplane.core.gateway_settings import GatewaySettings
+from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
@@ -38,8 +38,7 @@ class StickyRef(BaseModel):
 
 
 def _host(svc: Service) -> str:
-    sold = dict((svc.parameters or {}).get("gateway") or {})
-    return str(sold.get("host", GatewaySettings().host))
+    return rotating_gateway().host  # the configured gateway, never a copy stored with the product
 
 
 def _item(svc: Service, row: StickySession) -> dict[str, Any]:

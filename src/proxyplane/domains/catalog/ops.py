@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.catalog import service as catalog
@@ -81,7 +82,7 @@ def product_out(p: CatalogProduct, partner: int) -> ProductOut:
         partner_discount_percent=partner,
         max_connections=p.max_connections,
         parameters_schema=p.parameters_schema or {},
-        details=dict(p.config or {}),
+        details=without_stored_gateway(p.config),
     )
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import NotFound, ValidationFailed
+from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing.money import percent_of, round_half_up
@@ -117,7 +118,7 @@ async def buy(
     existing = await find_purchase(session, customer_id, key)
     if existing is not None:
         return existing, False
-    config = dict(product.config or {})
+    config = without_stored_gateway(product.config)  # connection details come from the settings
     price = customer_price(product, partner_percent)
     try:
         async with session.begin_nested():

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
+from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
@@ -151,16 +152,15 @@ async def put_auth(ctx: Context, data: AuthIn) -> CredentialsOut:
 async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
     svc = await owned(ctx, data.service_id)
     proxy.require_rotating(svc)
-    gw = GatewaySettings()
-    sold = dict((svc.parameters or {}).get("gateway") or {})
+    gw = rotating_gateway()  # the configuration, never the copy stored with old products/services
     settings = await proxy.settings_row(ctx.session, svc)
     pool = await proxy.exit_pool(ctx.session, svc)
     return ConfigOut(
         service_id=svc.service_id,
-        host=str(sold.get("host", gw.host)),
-        http_port=sold.get("http_port", port_or_none(gw.http_port)),
-        https_port=sold.get("https_port", port_or_none(gw.https_port)),
-        socks5_port=sold.get("socks5_port", port_or_none(gw.socks_port)),
+        host=gw.host,
+        http_port=gw.http_port,
+        https_port=gw.https_port,
+        socks5_port=gw.socks5_port,
         session_mode=settings.session_mode,
         username_syntax="<login>[-session-<sid>][-ttl-<1|2|3|5|10|15>m][-country-<cc>]",
         username_example=f"{svc.login}-session-abc123-ttl-10m-country-us",

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Service
@@ -91,5 +92,5 @@ async def service_out(
         expires_at=svc.current_period_end,
         cancelled_at=svc.cancelled_at,
         created_at=svc.created_at,
-        parameters=dict(svc.parameters or {}),
+        parameters=without_stored_gateway(svc.parameters),
     )

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.rotating_gateway import STORED_KEY, without_stored_gateway
 from proxyplane.domains.stock.service import StockLine, add_ips, expand_range
 from proxyplane.storage.models import CatalogProduct
 
@@ -39,7 +40,9 @@ DEMO_STOCK: list[tuple[str, str, list[tuple[str, str, int]]]] = [
     ),
 ]
 
-DEMO_GATEWAY = {"host": "127.0.0.1", "http_port": 8080, "https_port": 8443, "socks5_port": 1080}
+# Rotating products carry no gateway address or ports: customers are shown the configured gateway
+# (PROXYPLANE_GATEWAY_*, core/rotating_gateway.py). Demo products seeded before stored a copy ("gateway":
+# 8080/1080); seed_demo drops it from them.
 
 DEMO_PRODUCTS: list[dict[str, Any]] = [
     {
@@ -91,7 +94,6 @@ DEMO_PRODUCTS: list[dict[str, Any]] = [
             "plan": "bandwidth",
             "quota_bytes": 10 * 1024**3,
             "exit_pool": "proxy_datacenter",
-            "gateway": DEMO_GATEWAY,
         },
         "sort_order": 40,
     },
@@ -107,7 +109,6 @@ DEMO_PRODUCTS: list[dict[str, Any]] = [
             "plan": "requests",
             "quota_requests": 100_000,
             "exit_pool": "proxy_isp",
-            "gateway": DEMO_GATEWAY,
         },
         "sort_order": 50,
     },
@@ -134,7 +135,13 @@ async def seed_demo(session: AsyncSession) -> dict[str, int]:
     for pool, lines in demo_stock_lines():
         added, _ = await add_ips(session, pool, lines, reactivate=False)
         added_ips += added
-    names = set((await session.execute(select(CatalogProduct.name))).scalars())
+    demo = {spec["name"]: spec for spec in DEMO_PRODUCTS}
+    existing = (await session.execute(select(CatalogProduct).where(CatalogProduct.name.in_(demo)))).scalars()
+    names = set()
+    for product in existing:
+        names.add(product.name)
+        if STORED_KEY in (product.config or {}):  # the stale stored gateway of an older seed
+            product.config = without_stored_gateway(product.config)
     added_products = 0
     for spec in DEMO_PRODUCTS:
         if spec["name"] not in names:

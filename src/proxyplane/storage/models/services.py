@@ -48,8 +48,8 @@ class CatalogProduct(Base):
     # `parameters` a buyer sends
     parameters_schema: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # what the product grants: {"ip_count": 5, "country": "US", "geo_source": "maxmind"} for proxies;
-    # {"plan": "bandwidth"|"requests", "quota": int, "exit_pool": "proxy_datacenter",
-    #  "gateway": {"host": ..., "http_port": ..., "https_port": ..., "socks5_port": ...}} for rotating
+    # {"plan": "bandwidth"|"requests", "quota": int, "exit_pool": "proxy_datacenter"} for rotating (a
+    # "gateway" copy stored by older seeds is ignored: connection details come from the settings)
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     max_connections: Mapped[int] = mapped_column(Integer, default=100)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
