@@ -7,7 +7,9 @@ leaves. Both tunnel paths (C engine and Python)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import os
 import resource
 
 import pytest
@@ -15,7 +17,7 @@ import pytest
 from proxyplane.gateway.access import ServiceEntry
 from proxyplane.gateway.capacity import PER_CONNECTION, Capacity, open_descriptors
 
-from .clients import basic, connect_tunnel, http_get, socks_connect
+from .clients import basic, connect_tunnel, http_get, open_to, socks_connect
 
 pytestmark = pytest.mark.anyio
 
@@ -132,3 +134,55 @@ async def test_node_budget_sheds_every_service_but_keeps_the_reserve(env, tcp_ec
             writer.close()
         await asyncio.sleep(0.05)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_at_the_open_files_limit_tunnels_go_on_and_accepting_recovers(env, tcp_echo, tunnel_path):
+    """The process has no descriptor left: an established tunnel keeps relaying, a new client waits in
+    the backlog (the engine pauses accepting on EMFILE until its next sweep; asyncio's server retries after
+    a second) and is served once descriptors come back."""
+    target = f"127.0.0.1:{tcp_echo.port}"
+    status, reader, writer = await connect_tunnel(env.http, target, basic("rot", "pw"))
+    assert status == 200
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    accept_errors = []
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        # asyncio's own server reports each failed accept (and retries after a second): expected here
+        if "out of system resource" in str(context.get("message", "")):
+            accept_errors.append(context)
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+    gc.collect()  # earlier tests' sockets closed now, not while the descriptors are taken
+    await asyncio.sleep(0.3)
+    filler: list[int] = []
+    try:
+        while True:  # take every free descriptor ...
+            try:
+                filler.append(os.open("/dev/null", os.O_RDONLY))
+            except OSError:
+                break
+        os.close(filler.pop())  # ... but one, for the next client's socket
+        late_reader, late_writer = await open_to(env.http)
+        late_writer.write(f"CONNECT {target} HTTP/1.1\r\nProxy-Authorization: {basic('rot', 'pw')}\r\n\r\n"
+                          .encode())
+        await asyncio.sleep(0.3)
+        assert await echo_ok(reader, writer, b"established tunnels go on")
+        assert not late_reader.at_eof() and not late_reader._buffer  # type: ignore[attr-defined]
+    finally:
+        for fd in filler:
+            os.close(fd)
+    try:
+        head = await asyncio.wait_for(late_reader.readuntil(b"\r\n\r\n"), 5)  # accepted at the next sweep
+        assert head.startswith(b"HTTP/1.1 200")
+        assert await echo_ok(late_reader, late_writer, b"recovered")
+        late_writer.close()
+        writer.close()
+        if tunnel_path == "python":  # asyncio scheduled a retry per failed accept: let them run now
+            await asyncio.sleep(1.2)
+    finally:
+        loop.set_exception_handler(previous)
