@@ -103,15 +103,17 @@ async def _copy(
 
 
 async def generate(
-    url: str, services: int, ips: int, *, first_ip: int | None = None, tag: str = ""
+    url: str, services: int, ips: int, *, first_ip: int | None = None, tag: str = "", term_days: int = 30
 ) -> Counts:
-    """Append ``services`` services holding ``ips`` exit IPs in all. Returns what was written."""
+    """Append ``services`` services holding ``ips`` exit IPs in all. Returns what was written.
+    ``term_days``: each service's term from now (tests sharing a database pass a long one, so that the
+    renewal job of other tests, run with a clock a month ahead, never finds thousands of them due)."""
     started = time.perf_counter()
     url = resolved(url)
     engine = create_async_engine(url)
     tag = tag or uuid.uuid4().hex[:8]
     now = utcnow()
-    end = now + timedelta(days=30)
+    end = now + timedelta(days=term_days)
     box = SecretBox(SECRET)
     secrets = [box.encrypt(f"pw{i:04d}") for i in range(64)]
     rotating = max(1, services // 50) if services >= 50 else 0

@@ -179,7 +179,13 @@ async def propagate(db: Database, sid: uuid.UUID, procs: list[Any], changes: int
 
 
 async def run(
-    url: str, sizes: list[int], ips_per_service: int, nodes: int, changes: int, keep: bool
+    url: str,
+    sizes: list[int],
+    ips_per_service: int,
+    nodes: int,
+    changes: int,
+    keep: bool,
+    term_days: int = 30,
 ) -> Results:
     url = resolved(url)
     if not keep:
@@ -188,7 +194,7 @@ async def run(
     results = Results()
     have = 0
     for size in sizes:
-        await generate(url, size - have, (size - have) * ips_per_service)
+        await generate(url, size - have, (size - have) * ips_per_service, term_days=term_days)
         have = size
         results.polls.append(await poll_cost(url))
     db = Database(url)

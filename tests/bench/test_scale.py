@@ -17,7 +17,9 @@ def anyio_backend() -> str:
 
 
 async def test_scale_bench_small(platform: Platform) -> None:
-    r = await run(platform.db.url, [100, 600], ips_per_service=2, nodes=2, changes=4, keep=True)
+    r = await run(
+        platform.db.url, [100, 600], ips_per_service=2, nodes=2, changes=4, keep=True, term_days=3650
+    )
     small, large = r.polls
     assert large.services >= small.services + 500
     # an idle poll: the same statements whatever the size (1 on PostgreSQL, + BEGIN on SQLite)
