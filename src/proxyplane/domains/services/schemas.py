@@ -76,7 +76,7 @@ async def service_out(
         geo_source=svc.geo_source,
         segments=[SegmentOut(**s) for s in svc.segments or []],
         ip_count=len(ips),
-        ips=[ServiceIpOut(ip=i.address, port=i.port, country=i.country) for i in ips],
+        ips=[{"ip": i.address, "port": i.port, "country": i.country} for i in ips],  # type: ignore[misc]
         login=svc.login,
         password=services.masked_password(box, svc),
         whitelist_ips=list(whitelist)

@@ -20,9 +20,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Uuid, bindparam, insert, text
+from sqlalchemy import Table, Uuid, bindparam, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -113,7 +113,7 @@ async def take(
     got = [Allocated(int(r[0]), r[1], r[2], r[3]) for r in rows]
     if got:
         await session.execute(
-            insert(ServiceIp),
+            insert(cast(Table, ServiceIp.__table__)),
             [
                 {
                     "service_id": service_id,
