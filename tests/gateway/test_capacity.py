@@ -7,6 +7,7 @@ leaves. Both tunnel paths (C engine and Python)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import os
@@ -16,6 +17,8 @@ import pytest
 
 from proxyplane.gateway.access import ServiceEntry
 from proxyplane.gateway.capacity import PER_CONNECTION, Capacity, open_descriptors
+from proxyplane.gateway.context import EXIT_FAULTS
+from proxyplane.gateway.upstream import upstream_error
 
 from .clients import basic, connect_tunnel, http_get, open_to, socks_connect
 
@@ -186,3 +189,10 @@ async def test_at_the_open_files_limit_tunnels_go_on_and_accepting_recovers(env,
             await asyncio.sleep(1.2)
     finally:
         loop.set_exception_handler(previous)
+
+
+def test_no_descriptor_for_the_upstream_is_the_nodes_fault_not_the_exit_ips():
+    for code in (errno.EMFILE, errno.ENFILE):
+        error = upstream_error(OSError(code, os.strerror(code)), "127.0.0.1", 80)
+        assert (error.status, error.rep, error.reason) == (503, 1, "capacity")
+    assert "capacity" not in EXIT_FAULTS

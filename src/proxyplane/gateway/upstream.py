@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import ipaddress
 import socket
@@ -40,6 +41,9 @@ def literal_family(host: str) -> int | None:
     return socket.AF_INET if ip.version == 4 else socket.AF_INET6
 
 
+OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
 def upstream_error(exc: BaseException, host: str, port: int) -> UpstreamError:
     """The UpstreamError for an exception raised while resolving/connecting."""
     if isinstance(exc, BlockedDestination):  # 403 / SOCKS5 "connection not allowed by ruleset"
@@ -48,6 +52,9 @@ def upstream_error(exc: BaseException, host: str, port: int) -> UpstreamError:
         return UpstreamError(f"cannot resolve {host}", 502, 4, "dns")
     if isinstance(exc, ConnectionRefusedError):
         return UpstreamError(f"{host}:{port} refused the connection", 502, 5, "refused")
+    if isinstance(exc, OSError) and exc.errno in OUT_OF_DESCRIPTORS:  # the node's fault, not the exit IP's
+        message = "gateway at capacity: no descriptor for the upstream connection"
+        return UpstreamError(message, 503, 1, "capacity")
     return UpstreamError(f"cannot connect to {host}:{port}", 502, 3, "connect")
 
 
