@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from proxyplane.adapters.rest import errors
+from proxyplane.adapters.rest.docs import install_docs
 from proxyplane.adapters.rest.routes import add_operation
 from proxyplane.operations import REGISTRY
 from proxyplane.platform import Platform
@@ -36,12 +37,13 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
         version="0.1.0",
         description=DESCRIPTION,
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # served from the package, offline: adapters/rest/docs.py
         redoc_url=None,
         lifespan=lifespan,
     )
     app.state.platform = platform
     errors.install(app)
+    install_docs(app, API_PREFIX, app.title)
     router = APIRouter(prefix=API_PREFIX)
     for op in REGISTRY.values():
         add_operation(router, platform, op)
