@@ -59,7 +59,20 @@ def serve(host: str | None, port: int | None) -> None:
         overrides["api_port"] = port
     if overrides:
         settings = settings.model_copy(update=overrides)
+    _check_ports(settings)
     serve_all(settings)
+
+
+def _check_ports(settings: Settings) -> None:
+    """A port already taken: one line naming the address and the setting, exit 2 (no traceback)."""
+    from proxyplane import listen_check
+    from proxyplane.adapters.legacy import legacy_port
+    from proxyplane.core.gateway_settings import GatewaySettings
+
+    try:
+        listen_check.check(listen_check.planned(settings, GatewaySettings(), legacy_port()))
+    except listen_check.ListenError as exc:
+        fail(str(exc))
 
 
 def _safe_url(url: str) -> str:
