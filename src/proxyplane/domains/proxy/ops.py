@@ -83,7 +83,17 @@ class WhitelistIn(BaseModel):
 
 class WhitelistDeleteIn(BaseModel):
     service_id: uuid.UUID
-    ip_or_cidr: str = Field(description="the IPv4 address to remove (CIDR is refused with 422)")
+    ip_or_cidr: str | None = Field(
+        default=None, description="the IPv4 address to remove (CIDR is refused with 422); or send `ip`"
+    )
+    ip: str | None = Field(default=None, description="the same as ip_or_cidr (the name whitelist add uses)")
+
+    def address(self) -> str:
+        if self.ip_or_cidr is None and self.ip is None:
+            raise ValidationFailed("send ip_or_cidr (or ip): the IPv4 address to remove", field="ip_or_cidr")
+        if self.ip_or_cidr is not None and self.ip is not None and self.ip_or_cidr != self.ip:
+            raise ValidationFailed("ip and ip_or_cidr differ: send one of them", field="ip")
+        return self.ip_or_cidr if self.ip_or_cidr is not None else str(self.ip)
 
 
 class WhitelistOut(BaseModel):
@@ -190,7 +200,7 @@ async def add_whitelist(ctx: Context, data: WhitelistIn) -> WhitelistOut:
 
 async def delete_whitelist(ctx: Context, data: WhitelistDeleteIn) -> WhitelistOut:
     svc = await owned(ctx, data.service_id)
-    await proxy.whitelist_remove(ctx.session, svc, data.ip_or_cidr)
+    await proxy.whitelist_remove(ctx.session, svc, data.address())
     emit_changed(ctx, svc.service_id)
     return await whitelist_out(ctx, svc)
 
