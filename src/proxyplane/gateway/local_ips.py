@@ -35,6 +35,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 
+from . import periodic
 from .access import AccessProvider
 
 log = logging.getLogger(__name__)
@@ -182,21 +183,13 @@ class LocalAddresses:
                 "nonlocal_exit_ips": self.nonlocal_count, "nonlocal_sample": list(self.nonlocal_sample)}
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.refresh()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("local address refresh failed; retrying")
+        await periodic.run_forever(
+            self.refresh, lambda: asyncio.sleep(self.interval), log, "local address refresh failed; retrying"
+        )
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await periodic.cancel(self._task)
+        self._task = None
         with contextlib.suppress(Exception):
             async with self.db.unit_of_work(write=True) as uow:
                 await uow.session.execute(

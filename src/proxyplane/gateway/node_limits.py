@@ -33,6 +33,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections
 
+from . import periodic
 from .limits import ConnectionLimiter, WorkerLimiter
 
 log = logging.getLogger(__name__)
@@ -96,21 +97,13 @@ class NodeCounts:
         self.limiter.set_others(others)
 
     async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.sync()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("connection count sync failed; retrying")
+        await periodic.run_forever(
+            self.sync, lambda: asyncio.sleep(self.interval), log, "connection count sync failed; retrying"
+        )
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await periodic.cancel(self._task)
+        self._task = None
         if not self.publish:
             return
         with contextlib.suppress(Exception):

@@ -37,6 +37,7 @@ from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import PURGE_SID
 from proxyplane.storage.models.gateway import StickySession as StickyRow
 
+from . import periodic
 from .access import ServiceEntry
 from .routing import Router, StickySession
 from .shared_sticky import SharedSticky, sticky_key
@@ -173,11 +174,8 @@ class StickySync:
         self._wake.set()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await periodic.cancel(self._task)
+        self._task = None
         with contextlib.suppress(Exception):
             await self.flush()
 
@@ -283,14 +281,10 @@ class StickySync:
             await self.cleanup()
 
     async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
-            self._wake.clear()
-            try:
-                await self.sync()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("sticky session sync failed; retrying")
-                await asyncio.sleep(1.0)
+        await periodic.run_forever(
+            self.sync,
+            lambda: periodic.woken_or_timeout(self._wake, self.interval),
+            log,
+            "sticky session sync failed; retrying",
+            backoff=1.0,
+        )

@@ -33,6 +33,7 @@ from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.storage.engine import Database
 
+from . import periodic
 from .access import AccessTable, ServiceEntry
 from .changes import ChangeFeed, Listener
 from .store_load import (  # noqa: F401  (re-exported: callers import them from here)
@@ -93,11 +94,8 @@ class StoreSync:
         self._task = asyncio.ensure_future(self._run())
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        await periodic.cancel(self._task)
+        self._task = None
         if self.listener is not None:
             await self.listener.close()
 
@@ -195,17 +193,16 @@ class StoreSync:
         if upserts or removals:
             self.table.apply(upserts, removals)
 
+    async def _ensure_and_poll(self) -> None:
+        if self.listener is not None:
+            await self.listener.ensure()
+        await self.poll()
+
     async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_interval)
-            self._wake.clear()
-            try:
-                if self.listener is not None:
-                    await self.listener.ensure()
-                await self.poll()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("gateway store poll failed; retrying")
-                await asyncio.sleep(1.0)
+        await periodic.run_forever(
+            self._ensure_and_poll,
+            lambda: periodic.woken_or_timeout(self._wake, self.poll_interval),
+            log,
+            "gateway store poll failed; retrying",
+            backoff=1.0,
+        )
