@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -21,6 +22,22 @@ def subscribed(endpoint: WebhookEndpoint, event_type: str) -> bool:
     if event_type == "webhook.test":
         return False
     return not endpoint.event_types or event_type in endpoint.event_types
+
+
+def _pending_delivery(
+    customer_id: int, endpoint: WebhookEndpoint, event: Event, now: datetime
+) -> WebhookDelivery:
+    """A delivery of ``event`` to ``endpoint``, due now."""
+    return WebhookDelivery(
+        public_id=uuid.uuid4(),
+        customer_id=customer_id,
+        endpoint_id=endpoint.id,
+        event_id=event.id,
+        status="pending",
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+    )
 
 
 async def emit(
@@ -46,18 +63,7 @@ async def emit(
     for endpoint in endpoints:
         if only_endpoint is None and not subscribed(endpoint, event_type):
             continue
-        session.add(
-            WebhookDelivery(
-                public_id=uuid.uuid4(),
-                customer_id=customer_id,
-                endpoint_id=endpoint.id,
-                event_id=event.id,
-                status="pending",
-                attempts=0,
-                next_attempt_at=now,
-                created_at=now,
-            )
-        )
+        session.add(_pending_delivery(customer_id, endpoint, event, now))
     await session.flush()
     return event
 
@@ -115,17 +121,6 @@ async def emit_many(
     for event in events:
         for endpoint in endpoints:
             if subscribed(endpoint, event.type):
-                session.add(
-                    WebhookDelivery(
-                        public_id=uuid.uuid4(),
-                        customer_id=customer_id,
-                        endpoint_id=endpoint.id,
-                        event_id=event.id,
-                        status="pending",
-                        attempts=0,
-                        next_attempt_at=now,
-                        created_at=now,
-                    )
-                )
+                session.add(_pending_delivery(customer_id, endpoint, event, now))
     await session.flush()
     return events
