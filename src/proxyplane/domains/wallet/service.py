@@ -78,21 +78,9 @@ async def debit(
         raise ValidationFailed("a debit must be a positive number of cents", field="cents")
     await caps.charge(session, cents)  # the calling API key's spending cap, if it has one
     await _ensure_wallet(session, customer_id)
-    new_balance = (
-        await session.execute(
-            update(Wallet)
-            .where(Wallet.customer_id == customer_id, Wallet.balance_cents >= cents)
-            .values(balance_cents=Wallet.balance_cents - cents)
-            .returning(Wallet.balance_cents)
-        )
-    ).scalar_one_or_none()
+    new_balance = await _take(session, customer_id, cents)
     if new_balance is None:
-        have = await balance(session, customer_id)
-        raise InsufficientBalance(
-            f"insufficient balance: {cents} cents needed, {have} available",
-            required_cents=cents,
-            balance_cents=have,
-        )
+        raise await _insufficient(session, customer_id, cents)
     session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + cents
     return await _append(
         session, customer_id, -cents, new_balance, kind, description, service_id, invoice_id, None
@@ -121,16 +109,21 @@ async def withdraw(
         taken = min(have, cents)
         new_balance = have if taken <= 0 else await _take(session, customer_id, taken)
     if new_balance is None:
-        have = await balance(session, customer_id)
-        raise InsufficientBalance(
-            f"insufficient balance: {cents} cents needed, {have} available",
-            required_cents=cents,
-            balance_cents=have,
-        )
+        raise await _insufficient(session, customer_id, cents)
     return Withdrawal(max(taken, 0), int(new_balance))
 
 
+async def _insufficient(session: AsyncSession, customer_id: int, cents: int) -> InsufficientBalance:
+    have = await balance(session, customer_id)
+    return InsufficientBalance(
+        f"insufficient balance: {cents} cents needed, {have} available",
+        required_cents=cents,
+        balance_cents=have,
+    )
+
+
 async def _take(session: AsyncSession, customer_id: int, cents: int) -> int | None:
+    """Take all of ``cents`` in one guarded UPDATE: the new balance, or None when there is not enough."""
     return (
         await session.execute(
             update(Wallet)
