@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.stock.countries import normalize_country
-from proxyplane.domains.stock.service import DEFAULT_CAPACITY, check_pool
+from proxyplane.domains.stock.service import pool_capacity
 from proxyplane.storage.types import UTCDateTime
 
 CHUNK = 25_000
@@ -94,16 +94,6 @@ def file_rows(lines: Iterable[str]) -> Iterator[Row]:
             raise ValueError(f"line {n}: {exc}") from None
 
 
-def _capacity(product_kind: str, capacity: int | None) -> int:
-    check_pool(product_kind)
-    cap = DEFAULT_CAPACITY[product_kind] if capacity is None else capacity
-    if product_kind == "proxy_personal":
-        cap = 1  # dedicated: exactly one service
-    if cap < 1:
-        raise ValueError("capacity must be at least 1")
-    return cap
-
-
 def _chunks(rows: Iterable[Row], seen: set[str]) -> Iterator[tuple[list[Row], int]]:
     """(new distinct rows, input rows consumed) per chunk."""
     chunk: list[Row] = []
@@ -161,7 +151,7 @@ async def import_rows(
     """Add IPs to a pool in the session's transaction. Rows must hold normalized addresses and
     countries (`range_rows`, `file_rows`). A retired IP that no service holds is reactivated in the
     given pool (counted as added) when `reactivate`; any other address already in stock is skipped."""
-    cap = _capacity(product_kind, capacity)
+    cap = pool_capacity(product_kind, capacity)
     conn = await session.connection()
     postgres = conn.dialect.name == "postgresql"
     params = {"pool": product_kind, "cap": cap, "port": port}

@@ -161,6 +161,18 @@ def expand_range(spec: str) -> list[str]:
     return [str(h) for h in hosts]
 
 
+def pool_capacity(product_kind: str, capacity: int | None) -> int:
+    """The capacity of IPs added to a pool (checked): the pool's default unless given, always 1 for
+    dedicated IPs."""
+    check_pool(product_kind)
+    cap = DEFAULT_CAPACITY[product_kind] if capacity is None else capacity
+    if product_kind == "proxy_personal":
+        cap = 1  # dedicated: exactly one service
+    if cap < 1:
+        raise ValueError("capacity must be at least 1")
+    return cap
+
+
 @dataclass(frozen=True)
 class StockLine:
     address: str
@@ -179,12 +191,7 @@ async def add_ips(
 ) -> tuple[int, int]:
     """Add IPs to a pool; (added, skipped because already present). A retired IP that is added again
     is reactivated in the given pool."""
-    check_pool(product_kind)
-    cap = DEFAULT_CAPACITY[product_kind] if capacity is None else capacity
-    if product_kind == "proxy_personal":
-        cap = 1  # dedicated: exactly one service
-    if cap < 1:
-        raise ValueError("capacity must be at least 1")
+    cap = pool_capacity(product_kind, capacity)
     added = skipped = 0
     for line in lines:
         address = parse_ipv4(line.address)
