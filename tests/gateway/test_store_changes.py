@@ -112,12 +112,15 @@ async def set_max_connections(platform: Platform, ids: list[uuid.UUID], value: i
 
 
 async def idle_poll_statements(sync: StoreSync, statements: Statements) -> int:
+    """The statements of an idle poll: the fewest of 5 polls (a poll that re-reads a sequence gap left by
+    another process's transaction on a shared test database costs one more, once)."""
     await sync.poll()  # anything pending
-    with statements.counting():
-        for _ in range(5):
+    counts = []
+    for _ in range(5):
+        with statements.counting():
             await sync.poll()
-    assert statements.n % 5 == 0
-    return statements.n // 5
+        counts.append(statements.n)
+    return min(counts)
 
 
 async def test_poll_reads_the_log_by_seq_and_only_changed_services(platform, statements) -> None:
