@@ -146,3 +146,39 @@ async def test_cancel_refund_matches_pricing_module(
     if expected:
         entry = (await client.get("/api/v1/customer/wallet/ledger", headers=bearer(key))).json()["items"][0]
         assert entry["kind"] == "refund" and entry["service_id"] == sid
+
+
+async def test_list_page_reads_ips_and_whitelists_in_fixed_statements(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    """A page of 4 services costs the same statements as a page of 1 (IPs and whitelists read per page,
+    not per service), and shows the same IPs and whitelist as each service's own GET."""
+    from sqlalchemy import event
+
+    key = await account.key()
+    await account.credit(50_000)
+    for _ in range(4):
+        await _order(client, platform, key)
+    seen: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(statement)
+
+    engine = platform.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        pages = {}
+        for limit in (1, 4):
+            seen.clear()
+            r = await client.get(f"/api/v1/customer/services?limit={limit}", headers=bearer(key))
+            assert r.status_code == 200, r.text
+            pages[limit] = (len(seen), r.json()["items"])
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert pages[1][0] == pages[4][0]
+    assert len(pages[4][1]) == 4
+    for item in pages[4][1]:
+        path = f"/api/v1/customer/services/{item['service_id']}"
+        one = (await client.get(path, headers=bearer(key))).json()
+        assert (item["ips"], item["whitelist_ips"]) == (one["ips"], one["whitelist_ips"])
+        assert item["ip_count"] == 8 and item["whitelist_ips"]

@@ -81,7 +81,13 @@ async def term_percent(ctx: Context, svc: Service, months: int) -> int:
 
 async def list_services(ctx: Context, q: PageQuery) -> ServicePage:
     rows, total = await services.list_for_customer(ctx.session, ctx.customer_id, q.offset, q.limit)
-    items = [await service_out(ctx.session, ctx.platform.secrets, s) for s in rows]
+    ips, allowed = await services.page_details(ctx.session, [s.service_id for s in rows])
+    items = [
+        await service_out(
+            ctx.session, ctx.platform.secrets, s, ips=ips[s.service_id], whitelist=allowed[s.service_id]
+        )
+        for s in rows
+    ]
     return ServicePage(items=items, offset=q.offset, limit=q.limit, total=total)
 
 

@@ -175,6 +175,32 @@ async def service_ips(session: AsyncSession, service_id: uuid.UUID) -> list[Serv
     return list(rows.scalars())
 
 
+async def page_details(
+    session: AsyncSession, service_ids: list[uuid.UUID]
+) -> tuple[dict[uuid.UUID, list[ServiceIp]], dict[uuid.UUID, list[str]]]:
+    """Live IPs and whitelists of a page of services in two statements, whatever the page's size (a list
+    page used to read both per service)."""
+    ips: dict[uuid.UUID, list[ServiceIp]] = {sid: [] for sid in service_ids}
+    allowed: dict[uuid.UUID, list[str]] = {sid: [] for sid in service_ids}
+    if not service_ids:
+        return ips, allowed
+    rows = await session.execute(
+        select(ServiceIp)
+        .where(ServiceIp.service_id.in_(service_ids), ServiceIp.released_at.is_(None))
+        .order_by(ServiceIp.id)
+    )
+    for ip in rows.scalars():
+        ips[ip.service_id].append(ip)
+    listed = await session.execute(
+        select(ServiceWhitelist.service_id, ServiceWhitelist.ip)
+        .where(ServiceWhitelist.service_id.in_(service_ids))
+        .order_by(ServiceWhitelist.id)
+    )
+    for sid, address in listed.all():
+        allowed[sid].append(address)
+    return ips, allowed
+
+
 async def whitelist(session: AsyncSession, service_id: uuid.UUID) -> list[str]:
     rows = await session.execute(
         select(ServiceWhitelist.ip)
