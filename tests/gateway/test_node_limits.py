@@ -28,18 +28,26 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_connection_limit_is_shared_by_two_nodes(
-    client: httpx.AsyncClient, platform: Platform, account: Account, origin, tmp_path
-) -> None:
+async def limited_rotating(
+    client: httpx.AsyncClient, platform: Platform, account: Account, limit: int
+) -> tuple[str, dict[str, str]]:
+    """A rotating service whose connection limit is ``limit``: (service_id, its revealed login/password)."""
     svc = await buy(client, platform, account, "Rotating datacenter", parameters={})
     key, sid = svc["key"], svc["service_id"]
     async with platform.db.unit_of_work() as uow:
         row = (
             await uow.session.execute(select(Service).where(Service.service_id == uuid.UUID(sid)))
         ).scalar_one()
-        row.max_connections, row.updated_at = LIMIT, utcnow()
+        row.max_connections, row.updated_at = limit, utcnow()
         await uow.commit()
     auth = (await client.get(f"{API}/{sid}/proxy/auth?reveal=true", headers=bearer(key))).json()
+    return sid, auth
+
+
+async def test_connection_limit_is_shared_by_two_nodes(
+    client: httpx.AsyncClient, platform: Platform, account: Account, origin, tmp_path
+) -> None:
+    sid, auth = await limited_rotating(client, platform, account, LIMIT)
     proxy_auth = basic(auth["login"], auth["password"])
     target = f"127.0.0.1:{origin.port}"
     settings = node_settings(["127.0.0.1"]).model_copy(update={"limit_refresh_seconds": 0.25})

@@ -19,16 +19,15 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from proxyplane.core.clock import utcnow
 from proxyplane.platform import Platform
-from proxyplane.storage.models import Service
 from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections
-from tests.support import Account, bearer
+from tests.support import Account
 
 from .clients import basic, connect_tunnel
 from .conftest import free_port
-from .test_store_static import API, buy, eventually
+from .test_node_limits import limited_rotating
+from .test_store_static import eventually
 
 pytestmark = pytest.mark.anyio
 LIMIT = 3
@@ -79,15 +78,7 @@ async def test_two_workers_share_limits_and_usage(
     database_url: str,
     tmp_path: Path,
 ) -> None:
-    svc = await buy(client, platform, account, "Rotating datacenter", parameters={})
-    key, sid = svc["key"], svc["service_id"]
-    async with platform.db.unit_of_work() as uow:
-        row = (
-            await uow.session.execute(select(Service).where(Service.service_id == uuid.UUID(sid)))
-        ).scalar_one()
-        row.max_connections, row.updated_at = LIMIT, utcnow()
-        await uow.commit()
-    auth = (await client.get(f"{API}/{sid}/proxy/auth?reveal=true", headers=bearer(key))).json()
+    sid, auth = await limited_rotating(client, platform, account, LIMIT)
     proxy_auth = basic(auth["login"], auth["password"])
     port = free_port(["127.0.0.1"])
     proxy, target = ("127.0.0.1", port), f"127.0.0.1:{tcp_echo.port}"
