@@ -9,7 +9,7 @@ import random
 
 import httpx
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import delete, insert
 
 from proxyplane.domains.services import service as services
 from proxyplane.gateway.local_ips import local_prefixes, outside
@@ -57,6 +57,18 @@ async def test_nonlocal_exit_ip_is_reported_and_disturbs_nothing(
         await uow.session.execute(insert(ServiceIp).values(
             service_id=svc.service_id, ip_id=stock_id, address=away, country="MD"))
         await uow.commit()
+    try:
+        await _check_reported(client, platform, account, number, local_ip, away, login, password, origin,
+                              tmp_path)
+    finally:  # the session's store is shared: a non-local IP left in the rotating pool would fail others
+        async with platform.db.unit_of_work(write=True) as uow:
+            await uow.session.execute(delete(ServiceIp).where(ServiceIp.ip_id == stock_id))
+            await uow.session.execute(delete(StockIp).where(StockIp.id == stock_id))
+            await uow.commit()
+
+
+async def _check_reported(client: httpx.AsyncClient, platform: Platform, account: Account, number: int,
+                          local_ip: str, away: str, login: str, password: str, origin, tmp_path) -> None:
     inactive = f"/api/networkstatus/inactive/{number}"
     r = await client.get(inactive, headers=auth(account))
     assert r.json() == []  # no live node has reported its addresses: nothing to say yet
