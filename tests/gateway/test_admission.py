@@ -30,7 +30,11 @@ def test_http_credentials_grant_or_the_refusing_reply():
     bad_option = http_credentials(ctx, None, "", Credentials("rot-ttl-7m", "pw"), "h")
     assert isinstance(bad_option, bytes) and bad_option.startswith(b"HTTP/1.1 407") and b"ttl" in bad_option
     assert http_credentials(ctx, None, "127.0.6.1", None, "h").startswith(b"HTTP/1.1 407")  # not whitelisted
-    assert ctx.unattributed_errors == {"auth": 2, "inactive": 1, "username": 1}
+    # a known login's wrong password and the inactive service count for their service; the rest has none
+    assert ctx.unattributed_errors == {"auth_not_whitelisted": 1, "username": 1}
+    rows = ctx.meter.drain()
+    counted = {(r.service_id, e) for r in rows for e in r.errors}
+    assert counted == {("r1", "auth_wrong_password"), ("off", "inactive")}
 
 
 def test_socks_admit_takes_a_slot_or_refuses_taking_nothing():

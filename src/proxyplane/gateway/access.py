@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from .auth_reasons import REFUSAL_TEXT, AuthFailure
 from .protocol.username import UsernameOptions, parse_username
 
 Kind = Literal["static", "rotating"]
@@ -57,6 +58,10 @@ class AccessProvider(Protocol):
     def get(self, service_id: str) -> ServiceEntry | None: ...
 
     def listen_ips(self) -> set[str]: ...
+
+    def static_owners(self, listen_ip: str) -> tuple[ServiceEntry, ...]: ...
+
+    def rotating_by_login(self, login: str) -> ServiceEntry | None: ...
 
 
 # An index slot: the one entry under a key (the common case, no container), or several in precedence order.
@@ -226,17 +231,54 @@ class AccessTable:
                 return entry
         return None
 
+    def static_owners(self, listen_ip: str) -> tuple[ServiceEntry, ...]:
+        """The static services reachable on ``listen_ip`` (a refusal's candidates; not the hot path)."""
+        return _slot(self._static_by_ip.get(listen_ip))
+
+    def rotating_by_login(self, login: str) -> ServiceEntry | None:
+        for entry in _slot(self._rotating_by_login.get(login)):
+            return entry
+        return None
+
     def listen_ips(self) -> set[str]:
         """IPs static services are reachable on (each gets the static HTTP/SOCKS5 listeners)."""
         return set(self._static_by_ip)
 
 
 class AuthError(Exception):
-    """Authentication refused; ``reason`` is the metering error category."""
+    """Authentication refused; ``reason`` is the metering error category (an AuthFailure value),
+    ``service_id`` the service it is counted for when one is known (None: the node's unattributed)."""
 
-    def __init__(self, message: str, reason: str = "auth") -> None:
+    def __init__(self, message: str, reason: str = AuthFailure.UNKNOWN_LOGIN,
+                 service_id: str | None = None) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.reason = str(reason)  # a plain str: metered rows and metric labels
+        self.service_id = service_id
+
+
+def refused(reason: AuthFailure, entry: ServiceEntry | None) -> AuthError:
+    return AuthError(REFUSAL_TEXT[reason], reason, entry.service_id if entry is not None else None)
+
+
+def _sole(entries: tuple[ServiceEntry, ...]) -> ServiceEntry | None:
+    return entries[0] if len(entries) == 1 else None
+
+
+def _failure(access: AccessProvider, static_ip: str | None, login: str | None) -> AuthError:
+    """Why credentials (or their absence) matched nothing, and whose service it concerns: the service
+    of the login (wrong password), else on a static listener the one service owning that IP."""
+    if static_ip is not None:
+        owners = access.static_owners(static_ip)
+        if login is None:
+            return refused(AuthFailure.NOT_WHITELISTED, _sole(owners))
+        for owner in owners:
+            if owner.login == login:
+                return refused(AuthFailure.WRONG_PASSWORD, owner)
+        return refused(AuthFailure.UNKNOWN_LOGIN, _sole(owners))
+    if login is None:
+        return refused(AuthFailure.NOT_WHITELISTED, None)
+    known = access.rotating_by_login(login)
+    return refused(AuthFailure.WRONG_PASSWORD if known is not None else AuthFailure.UNKNOWN_LOGIN, known)
 
 
 def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
@@ -244,17 +286,17 @@ def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
     """Credentials if given, else the client-IP whitelist (``client_ip`` is only read then).
 
     ``static_ip`` is the listen IP on a static listener, None on the rotating gateway.
-    Raises AuthError (UsernameError for bad username options)."""
+    Raises AuthError with its AuthFailure reason (UsernameError for bad username options)."""
     if login is None or password is None:
         entry = access.by_client_ip(static_ip, client_ip)
         if entry is None:
-            raise AuthError("proxy authentication required")
+            raise _failure(access, static_ip, None)
         options = None
     elif static_ip is not None:
         entry = access.static_by_credentials(static_ip, login, password)
         options = None
         if entry is None:
-            raise AuthError("wrong proxy login or password")
+            raise _failure(access, static_ip, login)
     else:
         entry = access.rotating_by_credentials(login, password)
         options = None
@@ -262,7 +304,7 @@ def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
             options = parse_username(login)
             entry = access.rotating_by_credentials(options.login, password)
         if entry is None:
-            raise AuthError("wrong proxy login or password")
+            raise _failure(access, None, options.login if options is not None else login)
     if not entry.active:
-        raise AuthError("service is not active", reason="inactive")
+        raise refused(AuthFailure.SUSPENDED, entry)
     return Grant(entry, options)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .access import AuthError, Grant, ServiceEntry, authenticate
+from .auth_reasons import AuthFailure
 from .protocol import socks5
 from .protocol.http_proxy import Credentials
 from .protocol.http_response import auth_required, build_reply
@@ -29,8 +30,8 @@ def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: 
         ctx.error(None, host, "username")
         return auth_required(str(exc))
     except AuthError as exc:
-        ctx.error(None, host, exc.reason)
-        return build_reply(403, str(exc)) if exc.reason == "inactive" else auth_required(str(exc))
+        ctx.error(exc.service_id, host, exc.reason)
+        return build_reply(403, str(exc)) if exc.reason == AuthFailure.SUSPENDED else auth_required(str(exc))
 
 
 class SocksRefusal(Exception):

@@ -99,7 +99,7 @@ class Socks5Connection(asyncio.Protocol):
             try:
                 self.grant = authenticate(self.ctx.access, self.static_ip, self.client_ip, None, None)
             except AuthError as exc:
-                self.ctx.error(None, "", exc.reason)
+                self.ctx.error(exc.service_id, "", exc.reason)
             else:
                 self.send(self.parser.choose_method(socks5.NO_AUTH))
                 return
@@ -110,8 +110,10 @@ class Socks5Connection(asyncio.Protocol):
         try:
             self.grant = authenticate(self.ctx.access, self.static_ip, "", login, password)
         except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
-            self.ctx.error(None, "", getattr(exc, "reason", "username") if isinstance(exc, AuthError)
-                           else "username")
+            if isinstance(exc, AuthError):
+                self.ctx.error(exc.service_id, "", exc.reason)
+            else:
+                self.ctx.error(None, "", "username")
             self.send(self.parser.auth_result(False))
             self.close()
             return

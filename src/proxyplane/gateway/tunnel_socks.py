@@ -22,7 +22,7 @@ def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str, local_ip
     try:
         grant = authenticate(engine.ctx.access, static_ip, client_ip, None, None)
     except AuthError as exc:
-        engine.ctx.error(None, "", exc.reason)
+        engine.ctx.error(exc.service_id, "", exc.reason)
         engine.reply_close(cid, bytes((socks5.VERSION, socks5.NO_ACCEPTABLE)))
         return
     engine.conns[cid] = Tunnel(grant, static_ip, True)
@@ -42,7 +42,10 @@ def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, passwo
     try:
         grant = authenticate(ctx.access, static_ip, "", login, password)
     except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
-        ctx.error(None, "", exc.reason if isinstance(exc, AuthError) else "username")
+        if isinstance(exc, AuthError):
+            ctx.error(exc.service_id, "", exc.reason)
+        else:
+            ctx.error(None, "", "username")
         engine.reply_close(cid, b"\x01\x01")
         return
     engine.conns[cid] = Tunnel(grant, static_ip, True)

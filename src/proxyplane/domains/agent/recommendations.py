@@ -94,7 +94,8 @@ async def _service_recs(
                 },
             )
         )
-    auth = errors.get("auth", 0)
+    # "auth" (before issue 22.4) and the split reasons: auth_wrong_password, auth_unknown_login, ...
+    auth = sum(n for category, n in errors.items() if category == "auth" or category.startswith("auth_"))
     attempts = totals.requests + auth
     if auth >= AUTH_MIN_ERRORS or (attempts and auth / attempts >= AUTH_MIN_SHARE and auth > 0):
         share = round(100 * auth / attempts, 1) if attempts else 100.0
