@@ -286,7 +286,7 @@ class HttpProxyConnection(asyncio.Protocol):
         try:
             exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
         except RoutingError as exc:
-            self.fail(502, str(exc), exc.reason, service_id, req.host)
+            self.fail(exc.status, str(exc), exc.reason, service_id, req.host)
             return False
         self.req, self.req_service, self.exit_ip = req, service_id, exit_ip
         self.up_bytes, self.down_bytes = len(req.head), 0
@@ -415,7 +415,7 @@ class HttpProxyConnection(asyncio.Protocol):
         try:
             exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
         except RoutingError as exc:
-            self.fail(502, str(exc), exc.reason, service_id, req.host)
+            self.fail(exc.status, str(exc), exc.reason, service_id, req.host)
             return
         self.tunneling = True
         self.req_service, self.tunnel_host, self.exit_ip = service_id, req.host, exit_ip

@@ -7,7 +7,8 @@ each configured address one /32 or /128), collapsed: a handful of prefixes whate
 Cost: O(prefixes) to publish, O(exit IPs) to count the ones outside, done off the event loop and only when
 the access table or the prefixes changed.
 
-``LocalAddresses`` (one per node) refreshes them at start and every ``interval`` (30 s), counts the static
+``LocalAddresses`` (one per node) refreshes them at start and every ``interval`` (30 s), hands them to the
+node's router (rotating pools: only local exits are chosen, routing.Router.set_local), counts the static
 exit IPs outside them (the node's status), and writes one row of ``gateway_node_addresses`` (the prefixes,
 that count, a heartbeat); it deletes the row when the node stops. ``inactive_by_prefixes`` gives the legacy
 ``networkstatus/inactive`` the IPs no live node (heartbeat within ``STALE`` seconds) can serve; while no
@@ -37,6 +38,7 @@ from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 
 from . import periodic
 from .access import AccessProvider
+from .routing import Router
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +139,10 @@ def outside(ips: Iterable[str], prefixes: list[Network]) -> list[str]:
 
 
 class LocalAddresses:
-    def __init__(self, db: Database, node_id: str, access: AccessProvider, interval: float = 30.0) -> None:
+    def __init__(self, db: Database, node_id: str, access: AccessProvider, interval: float = 30.0,
+                 router: Router | None = None) -> None:
         self.db, self.node_id, self.access, self.interval = db, node_id, access, interval
+        self.router = router
         self.prefixes: list[Network] | None = None
         self.nonlocal_count = 0
         self.nonlocal_sample: list[str] = []
@@ -152,6 +156,8 @@ class LocalAddresses:
     async def refresh(self) -> None:
         prefixes = await asyncio.to_thread(local_prefixes)
         self.prefixes = prefixes
+        if self.router is not None:
+            self.router.set_local(prefixes)
         if prefixes is not None:
             key = (getattr(self.access, "version", None), tuple(prefixes))
             if key != self._counted or key[0] is None:

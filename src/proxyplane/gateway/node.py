@@ -117,7 +117,7 @@ class GatewayNode:
         self.counts = NodeCounts(
             db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
         )
-        self.addresses = LocalAddresses(db, self.sticky.node_id, self.table)
+        self.addresses = LocalAddresses(db, self.sticky.node_id, self.table, router=self.router)
 
     async def start(self) -> None:
         await self.store.start()

@@ -4,6 +4,12 @@ Static services leave from the IP the client connected to. Rotating services: mo
 random exit IP per request (HTTP) or per connection (CONNECT, SOCKS5); ``sticky`` keeps a session id (sid)
 on one exit IP until its TTL ends or it is rotated; ``pinned`` always uses the service's ``pin``. A sid in
 the username makes the request sticky in rotating mode too; ``country`` narrows the pool.
+
+A node only chooses exit IPs local to its host (``set_local``: the prefixes gateway/local_ips.py reads): a
+provider's rotating pool may span hosts, and a non-local exit cannot be bound here. The local part of an
+exit dict is worked out once per (dict, its version, the prefixes) with integer prefix checks and shared by
+every service holding that dict; a service whose exit IPs are all elsewhere is refused with 503 (reason
+``not_local``).
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ from __future__ import annotations
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .access import Grant, ServiceEntry
 
@@ -20,11 +27,58 @@ DEFAULT_SID = "default"
 
 
 class RoutingError(Exception):
-    """No exit IP can serve this request; ``reason`` is the metering error category."""
+    """No exit IP can serve this request; ``reason`` is the metering error category, ``status`` the HTTP
+    status of the proxy's reply (502, or 503 when the service's exits are on other hosts)."""
 
-    def __init__(self, message: str, reason: str = "routing") -> None:
+    def __init__(self, message: str, reason: str = "routing", status: int = 502) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.reason, self.status = reason, status
+
+
+NOT_LOCAL = "no exit IP of this service on this node"
+Ranges = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]  # (v4, v6) (network, mask)
+
+
+class Pool(list[str]):
+    """The exit IPs to choose from (a list: ``random.choice``) with set-speed membership (sticky checks)."""
+
+    __slots__ = ("members",)
+
+    def __init__(self, ips: Iterable[str]) -> None:
+        super().__init__(ips)
+        self.members = frozenset(self)
+
+    def __contains__(self, ip: object) -> bool:
+        return ip in self.members
+
+
+def prefix_ranges(prefixes: Iterable[Any]) -> Ranges:
+    """(network, mask) integers of ``ipaddress`` networks, IPv4 and IPv6 apart."""
+    nets = list(prefixes)
+    return (tuple((int(n.network_address), int(n.netmask)) for n in nets if n.version == 4),
+            tuple((int(n.network_address), int(n.netmask)) for n in nets if n.version == 6))
+
+
+def nonlocal_ips(ips: Iterable[str], ranges: Ranges) -> set[str]:
+    """The IPs of ``ips`` in none of ``ranges`` (unparsable ones too)."""
+    v4, v6 = ranges
+    out = set()
+    aton, pton, from_bytes, af6 = socket.inet_aton, socket.inet_pton, int.from_bytes, socket.AF_INET6
+    for ip in ips:
+        try:
+            if ":" in ip:
+                value, checks = from_bytes(pton(af6, ip), "big"), v6
+            else:
+                value, checks = from_bytes(aton(ip), "big"), v4
+        except OSError:
+            out.add(ip)
+            continue
+        for network, mask in checks:
+            if value & mask == network:
+                break
+        else:
+            out.add(ip)
+    return out
 
 
 @dataclass(slots=True)
@@ -45,8 +99,23 @@ class Router:
         self._clock = clock
         self._rng = rng or random.Random()
         self._sessions: dict[str, dict[str, StickySession]] = {}
-        # exit-IP pools per (entry, country, family); entries are immutable, so the identity check suffices
-        self._pools: dict[tuple[int, str | None, int | None], tuple[ServiceEntry, list[str]]] = {}
+        # exit-IP pools per (exit dict, country, family), shared by the services holding one dict (a rotating
+        # pool); valid while the dict is the same object at the same version (store_load.ExitPool.version)
+        # and the local prefixes are unchanged
+        self._pools: dict[tuple[int, str | None, int | None], tuple[Mapping[str, str], int, Pool]] = {}
+        self._away: dict[int, tuple[Mapping[str, str], int, set[str]]] = {}  # non-local IPs per dict
+        self._local: Ranges | None = None  # None: every exit counts as local (no prefixes known)
+
+    def set_local(self, prefixes: Iterable[Any] | None) -> bool:
+        """The host's local address prefixes (``ipaddress`` networks; None: unknown, nothing filtered).
+        Cached pools are dropped only when they changed; True then."""
+        ranges = None if prefixes is None else prefix_ranges(prefixes)
+        if ranges == self._local:
+            return False
+        self._local = ranges
+        self._pools.clear()
+        self._away.clear()
+        return True
 
     def choose(self, grant: Grant, listen_ip: str | None, family: int | None = None) -> str:
         """The exit IP for one request/connection. ``family`` restricts to IPv4/IPv6 exits (the
@@ -65,6 +134,8 @@ class Router:
             pin = entry.pin
             if pin is None or pin not in entry.exit_ips:
                 raise RoutingError("pinned service without a valid pin")
+            if self._local is not None and pin in self._nonlocal(entry.exit_ips):
+                raise RoutingError(NOT_LOCAL, "not_local", 503)
             if country is not None and entry.exit_ips[pin] != country:
                 raise RoutingError(f"pinned exit IP is not in country {country}", "geo")
             if family is not None and ip_family(pin) != family:
@@ -77,24 +148,43 @@ class Router:
             return pool[0] if len(pool) == 1 else self._rng.choice(pool)
         return self._sticky(entry, sid, pool, options.ttl_minutes if options is not None else None)
 
-    def _pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> list[str]:
-        key = (id(entry), country, family)
+    def _pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> Pool:
+        exits = entry.exit_ips
+        version = getattr(exits, "version", 0)
+        key = (id(exits), country, family)
         cached = self._pools.get(key)
-        if cached is not None and cached[0] is entry:
-            return cached[1]
-        pool = self._build_pool(entry, country, family)
+        if cached is not None and cached[0] is exits and cached[1] == version:
+            return cached[2]
+        pool = self._build_pool(exits, country, family)
         if len(self._pools) > 4096:
             self._pools.clear()
-        self._pools[key] = (entry, pool)
+        self._pools[key] = (exits, version, pool)
         return pool
 
-    def _build_pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> list[str]:
-        pool = [ip for ip, c in entry.exit_ips.items()
-                if (country is None or c == country) and (family is None or ip_family(ip) == family)]
+    def _nonlocal(self, exits: Mapping[str, str]) -> set[str]:
+        """The exits of ``exits`` outside the local prefixes (computed once per dict version)."""
+        version = getattr(exits, "version", 0)
+        cached = self._away.get(id(exits))
+        if cached is not None and cached[0] is exits and cached[1] == version:
+            return cached[2]
+        away = nonlocal_ips(exits, self._local) if self._local is not None else set()
+        if len(self._away) > 4096:
+            self._away.clear()
+        self._away[id(exits)] = (exits, version, away)
+        return away
+
+    def _build_pool(self, exits: Mapping[str, str], country: str | None, family: int | None) -> Pool:
+        away = self._nonlocal(exits) if self._local is not None else ()
+        pool = Pool(ip for ip, c in exits.items()
+                    if (country is None or c == country) and (family is None or ip_family(ip) == family)
+                    and ip not in away)
         if not pool:
+            if away and any((country is None or c == country) and (family is None or ip_family(ip) == family)
+                            for ip, c in exits.items()):
+                raise RoutingError(NOT_LOCAL, "not_local", 503)
             if country is not None:
                 raise RoutingError(f"no exit IP in country {country}", "geo")
-            if family is not None and entry.exit_ips:
+            if family is not None and exits:
                 raise RoutingError("no exit IP of the destination's address family", "address_family")
             raise RoutingError("no exit IP for this destination", "no_exit_ip")
         return pool
@@ -125,7 +215,11 @@ class Router:
         session = next((s for s in self.list_sessions(service.service_id) if s.sid == sid), None)
         if session is None:
             return None
-        pool = [ip for ip in service.exit_ips if ip != session.exit_ip] or list(service.exit_ips)
+        try:
+            local = self._pool(service, None, None)
+        except RoutingError:
+            local = Pool(service.exit_ips)  # none of them local here: any, as before
+        pool = [ip for ip in local if ip != session.exit_ip] or list(local)
         if not pool:
             return None
         now = self._clock()

@@ -125,16 +125,27 @@ async def active_addons(
     return out
 
 
+class ExitPool(dict[str, str]):
+    """{ip: country} of one rotating pool; ``version`` grows with each in-place refresh (the router's
+    cached choices of this dict are valid for one version)."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.version = 0
+
+
 class Pools:
     """Exit pools of rotating services: {(pool, geo_source): {ip: country}}, one shared dict each."""
 
     def __init__(self) -> None:
-        self.pools: dict[tuple[str, str], dict[str, str]] = {}
+        self.pools: dict[tuple[str, str], ExitPool] = {}
 
     async def get(self, session: AsyncSession, pool: str, geo_source: str) -> dict[str, str]:
         key = (pool, geo_source)
         if key not in self.pools:
-            self.pools[key] = await exit_pool(session, pool, geo_source)
+            self.pools[key] = ExitPool(await exit_pool(session, pool, geo_source))
         return self.pools[key]
 
     async def refresh(self, session: AsyncSession, pool: str) -> None:
@@ -144,6 +155,7 @@ class Pools:
                 fresh = await exit_pool(session, name, geo)
                 current.clear()
                 current.update(fresh)
+                current.version += 1
 
 
 async def exit_pool(session: AsyncSession, pool: str, geo_source: str) -> dict[str, str]:

@@ -317,7 +317,7 @@ class TunnelEngine:
         except RoutingError as exc:
             rec.flow.requests = 0
             ctx.error(sid, host, exc.reason)
-            self.reply_close(cid, build_reply(502, str(exc)))
+            self.reply_close(cid, build_reply(exc.status, str(exc)))
             return
         rec.exit_ip = exit_ip
         self.open(cid, rec, CONNECT_ESTABLISHED)
