@@ -90,7 +90,7 @@ async def price(
     book = book or await load_pricebook(session, product_kind)
     quote = _quote(book, segments, period_months, partner_discount_percent)
     avail = await stock.availability(
-        session, product_kind, geo_source, [line.country for line in quote.lines]
+        session, product_kind, geo_source, {line.country: line.count for line in quote.lines}
     )
     errors = []
     for seg in quote.lines:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, literal, select, text, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -53,16 +53,36 @@ def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
 
 
 async def availability(
-    session: AsyncSession, product_kind: str, geo_source: str, countries: Collection[str] | None = None
+    session: AsyncSession,
+    product_kind: str,
+    geo_source: str,
+    countries: Collection[str] | Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """{country: IPs that can take one more service} for a pool, by a geo source (only `countries`,
-    when given)."""
+    when given).
+
+    `countries` as {country: needed}: each count is capped at `needed` (at least 1), one statement of
+    per-country `count` over a LIMIT subquery on the allocation index: what a quote needs ("are there
+    `needed`?", and the exact shortfall when not) costs O(needed), not O(the country's stock). Allocation
+    stays the authority at order time (allocate never oversells, whatever a quote saw)."""
     col = _country_col(geo_source)
-    q = select(col, func.count()).where(
+    free = (
         StockIp.product_kind == product_kind,
         StockIp.retired_at.is_(None),
         StockIp.assigned_count < StockIp.capacity,
     )
+    if isinstance(countries, Mapping):
+        if not countries:
+            return {}
+        parts = [
+            select(literal(country).label("country"), func.count().label("n")).select_from(
+                select(StockIp.id).where(*free, col == country).limit(max(1, int(needed))).subquery()
+            )
+            for country, needed in sorted(countries.items())
+        ]
+        capped = (await session.execute(union_all(*parts) if len(parts) > 1 else parts[0])).all()
+        return {country: int(n) for country, n in capped if n}
+    q = select(col, func.count()).where(*free)
     if countries is not None:
         q = q.where(col.in_(sorted(set(countries))))
     rows = await session.execute(q.group_by(col))
