@@ -11,6 +11,7 @@ from proxyplane.domains.events import ops as _events  # noqa: F401
 from proxyplane.domains.invoices import ops as _invoices  # noqa: F401
 from proxyplane.domains.ips import ops as _ips  # noqa: F401
 from proxyplane.domains.orders import ops as _orders  # noqa: F401
+from proxyplane.domains.orders import unpaid as _unpaid  # noqa: F401
 from proxyplane.domains.proxy import ops as _proxy  # noqa: F401
 from proxyplane.domains.proxy import sticky_ops as _sticky  # noqa: F401
 from proxyplane.domains.renewals import ops as _renewals  # noqa: F401

@@ -20,6 +20,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from proxyplane.adapters.web import sessions
 from proxyplane.core.errors import DomainError, ValidationFailed
+from proxyplane.core.product_names import product_name
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
@@ -59,6 +60,7 @@ def when(value: datetime | str | None) -> str:
 env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 env.filters["money"] = money
 env.filters["when"] = when
+env.filters["product"] = product_name
 
 
 class LoginRequired(Exception):

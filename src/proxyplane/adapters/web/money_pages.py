@@ -31,6 +31,11 @@ def as_list(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+async def unpaid_orders(request: Request) -> Any:
+    """Orders waiting for their remainder (none where the orders domain is not installed)."""
+    return await call(request, "list_unpaid_orders") if has_op("list_unpaid_orders") else None
+
+
 def dollars_to_cents(text: str) -> int:
     try:
         amount = Decimal(text.strip().lstrip("$").replace(",", ""))
@@ -59,6 +64,7 @@ async def overview(request: Request) -> Response:
         ledger=ledger,
         key_count=len(keys.root),
         services=services,
+        unpaid=await unpaid_orders(request),
     )
 
 
@@ -74,6 +80,7 @@ async def _wallet(request: Request, status: int = 200, errors: dict[str, str] | 
         balance=balance,
         ledger=ledger,
         methods=methods,
+        unpaid=await unpaid_orders(request),
         idempotency_key=uuid.uuid4().hex,
         errors=errors or {},
     )

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, money, redirect, render, require_login
 from proxyplane.adapters.web.charts import usage_chart
-from proxyplane.adapters.web.money_pages import int_param
+from proxyplane.adapters.web.money_pages import int_param, unpaid_orders
 from proxyplane.adapters.web.service_extras import extras, optional
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, NotFound
@@ -66,13 +66,15 @@ async def service_page(
     end = utcnow().replace(second=0, microsecond=0) + timedelta(minutes=1)
     span = {"service_id": sid, "start": (end - WINDOWS[window]).isoformat(), "end": end.isoformat()}
     series = await optional(request, "get_usage_series", span)
+    pending = svc.status == "pending"  # an order not paid yet: no endpoints to show (issue 22.1)
     return render(
         request,
         "service.html",
         status=status,
         svc=svc,
-        endpoints=await optional(request, "get_proxy_ips", ref),
-        config=await optional(request, "get_proxy_config", ref),
+        unpaid=await this_unpaid(request, svc.service_id) if pending else None,
+        endpoints=None if pending else await optional(request, "get_proxy_ips", ref),
+        config=None if pending else await optional(request, "get_proxy_config", ref),
         whitelist=await optional(request, "get_proxy_whitelist", ref),
         usage=await optional(request, "get_service_usage", span),
         chart=usage_chart(series.points if series else [], end - WINDOWS[window], end),
@@ -85,6 +87,12 @@ async def service_page(
         **await extras(request, svc, span),
         **extra,
     )
+
+
+async def this_unpaid(request: Request, sid: uuid.UUID) -> dict[str, list[Any]]:
+    """The service's own entry of the unpaid orders (none: its checkout is no longer open)."""
+    listing = await unpaid_orders(request)
+    return {"items": [o for o in (listing.items if listing else []) if o.service_id == sid]}
 
 
 @router.get("/services/{service_id}")
@@ -197,6 +205,8 @@ async def download(request: Request) -> Response:
     if ext not in ("txt", "csv", "json") or fmt not in LINE_FORMATS or protocol not in PROTOCOLS:
         raise NotFound("no such download")
     sid = service_id(request)
+    if (await call(request, "get_service", {"service_id": sid})).status == "pending":
+        raise NotFound("no endpoints until the order is paid")
     endpoints = await call(request, "get_proxy_ips", {"service_id": sid})
     auth = await call(request, "get_proxy_auth", {"service_id": sid, "reveal": fmt != "ip_port"})
     rows = [
