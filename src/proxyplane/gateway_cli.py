@@ -41,6 +41,7 @@ async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
     try:
         yield node
     finally:
+        await node.drain()  # uvicorn has drained the API; open tunnels get DRAIN_SECONDS
         await node.close()
 
 
@@ -71,6 +72,7 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
     if shared is not None:
         as_worker(node, shared, worker)
     await node.start()
+    await node.serve_metrics(worker)  # PROXYPLANE_GATEWAY_METRICS_PORT + worker: /metrics /livez /readyz
     if shared is not None:
         shared.stats.set_serving(worker, time.time())
     if shared is None:
@@ -90,7 +92,8 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
     try:
         await stop.wait()
     finally:
-        await node.close()
+        await node.drain()  # SIGTERM: stop accepting, let open tunnels finish (DRAIN_SECONDS)
+        await node.close()  # then flush usage
         await db.dispose()
 
 
@@ -108,7 +111,8 @@ def run_workers(workers: int) -> int:
     def worker(index: int) -> None:
         asyncio.run(run_node(shared, index, migrate=False))
 
-    return Supervisor(shared, worker, status_path=settings.home / "gateway-workers.json").run()
+    grace = GatewaySettings().drain_seconds + 15.0  # the workers drain before the supervisor kills
+    return Supervisor(shared, worker, status_path=settings.home / "gateway-workers.json", grace=grace).run()
 
 
 @main.command()

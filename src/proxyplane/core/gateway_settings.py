@@ -17,7 +17,10 @@ FULL_RELOAD_SECONDS 3600 (the store sync's full-reload backstop; the change log 
 STATIC_BIND "0.0.0.0,::" (the wildcard addresses the static ports listen on: one socket per port and
 address, the exit IP being the address the client dialed; a family the host lacks is skipped),
 FD_RESERVE 0 (descriptors kept back from the open-files limit; 0: max(64, limit / 20)), SERVICE_FD_SHARE
-0.5 (the fraction of the node's descriptor budget one service may hold; see gateway/capacity.py).
+0.5 (the fraction of the node's descriptor budget one service may hold; see gateway/capacity.py),
+METRICS_HOST 127.0.0.1 / METRICS_PORT -1 (the node's /metrics, /livez, /readyz; worker i of
+`proxyplane gateway --workers N` on METRICS_PORT + i; -1: not served), DRAIN_SECONDS 30 (on SIGTERM a
+node stops accepting and lets open connections finish for this long, then flushes usage and exits).
 A port set to -1 is not opened.
 """
 
@@ -50,6 +53,10 @@ class GatewaySettings(BaseSettings):
     static_bind: str = "0.0.0.0,::"  # wildcard addresses of the static listeners (comma-separated)
     fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: automatic)
     service_fd_share: float = 0.5  # of the node's descriptor budget, per service
+    # metrics and health (gateway/metrics_http.py): worker i of a host serves on METRICS_PORT + i; -1: off
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = -1
+    drain_seconds: float = 30.0  # SIGTERM: listeners closed, open connections get this long to finish
 
     def static_bind_addresses(self) -> tuple[str, ...]:
         return tuple(part.strip() for part in self.static_bind.split(",") if part.strip())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import metrics
 from .access import AccessProvider
 from .capacity import Capacity
 from .deadlines import Deadlines
@@ -53,6 +54,7 @@ class Context:
     def error(self, service_id: str | None, host: str, reason: str, exit_ip: str = "") -> None:
         """Count an error; upstream failures that say something about the exit IP used (EXIT_FAULTS)
         are attributed to ``exit_ip`` as well (exit-IP health)."""
+        metrics.error(reason)
         if service_id is None:
             self.unattributed_errors[reason] += 1
         elif exit_ip and reason in EXIT_FAULTS:

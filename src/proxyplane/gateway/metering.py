@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from . import metrics
+
 log = logging.getLogger(__name__)
 
 
@@ -95,6 +97,8 @@ class Meter:
         row.connections += connections
         row.bytes_up += bytes_up
         row.bytes_down += bytes_down
+        metrics.opened(requests, connections)
+        metrics.relayed(bytes_up, bytes_down)
         if error is not None:
             row.errors[error] = row.errors.get(error, 0) + 1
 
@@ -125,6 +129,8 @@ class Meter:
             row.bytes_down += down
             row.requests += requests
             row.connections += connections
+            metrics.opened(requests, connections)
+            metrics.relayed(up, down)
 
     def harvest(self) -> None:
         for source in self._sources:
@@ -153,12 +159,16 @@ class Meter:
         """Send all pending rows to ``sink`` in one batch; on failure they are kept for the next try."""
         rows = self.drain()
         if not rows:
+            metrics.flushed(True, 0, 0.0)
             return 0
+        start = time.perf_counter()
         try:
             await sink(rows)
         except BaseException:
             self.restore(rows)
+            metrics.flushed(False, 0, time.perf_counter() - start)
             raise
+        metrics.flushed(True, len(rows), time.perf_counter() - start)
         return len(rows)
 
     async def run(self, sink: UsageSink, interval: float = 5.0) -> None:

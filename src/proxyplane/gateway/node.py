@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import logging
 import ssl
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
 from proxyplane.core.security import SecretBox
 from proxyplane.storage.engine import Database
 
+from . import metrics
 from .access import AccessTable
 from .context import Settings as DataPlaneSettings
 from .destinations import deny_list
 from .local_ips import LocalAddresses
+from .metrics_http import MetricsServer
 from .node_limits import NodeCounts
 from .server import Gateway, GatewayConfig
 from .sticky_sync import SharedRouter, StickySync
@@ -118,9 +121,43 @@ class GatewayNode:
             db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
         )
         self.addresses = LocalAddresses(db, self.sticky.node_id, self.table, router=self.router)
+        self.started = False
+        self.polled = 0.0  # when the change log was last read (time.time())
+        self.store.poll = metrics.timed(self.store.poll, self._polled)  # type: ignore[method-assign]
+        self.metrics: MetricsServer | None = None
+
+    def _polled(self, now: float) -> None:
+        self.polled = now
+
+    def gauges(self) -> dict[str, float]:
+        """The node's part of the gateway metrics (metrics.NodeCollector)."""
+        age = time.time() - self.polled if self.polled else 0.0
+        return {"access_table_services": len(self.table), "store_poll_age_seconds": age}
+
+    def not_ready(self) -> str | None:
+        """Readiness: None once the access table is loaded and the listeners are open, until a drain."""
+        if not self.started:
+            return "access table not loaded yet"
+        if self.gateway.draining:
+            return "draining"
+        return None
+
+    async def serve_metrics(self, worker: int = 0) -> None:
+        """/metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT + worker (when the port is set)."""
+        port = port_or_none(self.settings.metrics_port)
+        if port is None:
+            return
+        self.metrics = MetricsServer(self.settings.metrics_host, port + worker if port else 0, self.not_ready)
+        try:
+            await self.metrics.start()
+        except OSError as exc:  # metrics must never keep the node from serving
+            log.warning("metrics port %s:%s not opened: %s", self.settings.metrics_host, port + worker, exc)
+            self.metrics = None
 
     async def start(self) -> None:
+        metrics.COLLECTOR.sources.add(self)
         await self.store.start()
+        self.polled = time.time()
         await self.sticky.start()
         await self.counts.start()
         await self.gateway.start()
@@ -128,6 +165,7 @@ class GatewayNode:
             await self.addresses.start()
         except Exception:  # the exit-IP report must never keep the node from serving
             log.exception("local address report not started")
+        self.started = True
 
     def notify(self, service_id: object = None) -> None:
         """In-process fast path for the API's change signals."""
@@ -167,8 +205,17 @@ class GatewayNode:
             "capacity": gateway.ctx.capacity.status(),
         }
 
+    async def drain(self, seconds: float | None = None) -> int:
+        """SIGTERM: stop accepting (readiness turns false), let the open connections finish for up to
+        ``seconds`` (default: DRAIN_SECONDS); ``close()`` then flushes usage. Returns those still open."""
+        wait = self.settings.drain_seconds if seconds is None else seconds
+        return await self.gateway.drain(wait)
+
     async def close(self) -> None:
+        metrics.COLLECTOR.sources.discard(self)
         await self.gateway.close()  # flushes usage once more
+        if self.metrics is not None:
+            await self.metrics.close()
         await self.addresses.close()
         await self.counts.close()
         await self.sticky.close()

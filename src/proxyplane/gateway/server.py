@@ -18,8 +18,9 @@ import ssl
 import time
 from dataclasses import dataclass
 
+from . import metrics
 from .access import AccessProvider
-from .capacity import Capacity
+from .capacity import PER_CONNECTION, Capacity
 from .context import Context, Settings
 from .destinations import DestinationPolicy
 from .http_conn import HttpProxyConnection
@@ -67,6 +68,7 @@ class Gateway:
         self._static_servers: dict[str, dict[str, asyncio.Server | Listener]] = {}
         self.tunnels: TunnelEngine | None = None  # the C tunnel engine, when built and enabled
         self._jobs: list[asyncio.Task[None]] = []
+        self.draining = False
 
     @property
     def access(self) -> AccessProvider:
@@ -124,6 +126,45 @@ class Gateway:
         self._jobs.append(asyncio.ensure_future(self._sweeper()))
         if self.sink is not None:
             self._jobs.append(asyncio.ensure_future(self.ctx.meter.run(self.sink, cfg.flush_interval)))
+        metrics.COLLECTOR.sources.add(self)
+
+    def open_connections(self) -> int:
+        """Client connections this process serves: admitted ones (holding a slot) and, on the tunnel
+        engine, those still in their handshake."""
+        admitted = self.ctx.capacity.total // PER_CONNECTION
+        return max(admitted, len(self.tunnels.conns)) if self.tunnels is not None else admitted
+
+    def gauges(self) -> dict[str, float]:
+        """The live values metrics.NodeCollector exports."""
+        capacity = self.ctx.capacity
+        return {
+            "active_tunnels": len(self.ctx.meter._flows),
+            "admitted_connections_open": capacity.total // PER_CONNECTION,
+            "descriptor_budget": capacity.budget,
+            "descriptors_charged": capacity.total,
+            "draining": 1.0 if self.draining else 0.0,
+        }
+
+    def stop_accepting(self) -> None:
+        """Close every listener; open connections go on (the first step of a drain)."""
+        self.draining = True
+        servers = list(self._gateway_servers.values())
+        servers += [s for group in self._static_servers.values() for s in group.values()]
+        for server in servers:
+            server.close()
+
+    async def drain(self, seconds: float, poll: float = 0.05) -> int:
+        """Stop accepting, then wait up to ``seconds`` for the open connections to finish (the
+        sweeper, the tunnel engine and the usage flush keep running). Returns the connections still
+        open at the end (0: all finished)."""
+        self.stop_accepting()
+        deadline = time.monotonic() + seconds
+        while self.open_connections() and time.monotonic() < deadline:
+            await asyncio.sleep(poll)
+        left = self.open_connections()
+        if left:
+            log.warning("drain: %d connection(s) still open after %.1f s; closing", left, seconds)
+        return left
 
     def gateway_port(self, kind: str) -> int:
         """The bound port of a gateway listener (useful with port 0)."""
@@ -182,6 +223,7 @@ class Gateway:
                 log.exception("timeout sweep failed")
 
     async def close(self) -> None:
+        metrics.COLLECTOR.sources.discard(self)
         if self.tunnels is not None:  # first: the tunnels' last bytes go out with the final flush
             self.tunnels.close()
         for job in self._jobs:
