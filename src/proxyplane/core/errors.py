@@ -67,3 +67,9 @@ class ValidationFailed(DomainError):
 class RateLimited(DomainError):
     code = "rate_limited"
     http_status = 429
+
+
+def declares(*errors: type[DomainError]) -> dict[str, Any]:
+    """`Operation(extra=declares(Conflict))`: the errors an operation answers beyond those its declaration
+    implies (key → 401/403, path id → 404, input → 422, money → 402/409); its OpenAPI documents them."""
+    return {"errors": errors}

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from proxyplane.adapters.rest.openapi import error_responses
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
 from proxyplane.ops import Auth, Caller, Operation, invoke
@@ -131,6 +132,7 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
         description=_description(op),
         status_code=op.status_code,
         tags=list(op.tags),
+        responses=error_responses(op),
         **{"response_model": op.output, **extra},
     )
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import Conflict, declares
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.ips import service as ips
@@ -200,6 +201,7 @@ async def refresh_ips(ctx: Context, data: RefreshIn) -> RefreshOut:
 
 ADD_QUOTE = Operation(
     name="quote_add_ips",
+    extra=declares(Conflict),
     summary="Price adding IPs to a service: prorated charge for the rest of the term, new renewal price. "
     "Charges and changes nothing.",
     method="POST",

@@ -6,7 +6,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxyplane.core.errors import ValidationFailed
+from proxyplane.core.errors import Conflict, ValidationFailed, declares
 from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
 from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
@@ -234,6 +234,7 @@ register(
     ),
     Operation(
         name="update_proxy_auth",
+        extra=declares(Conflict),
         summary="Rotate the proxy password (shown once, in this response) and/or change the login. "
         "A repeat with the same rotation_key leaves the same state; new connections need the new password.",
         method="PUT",
@@ -247,6 +248,7 @@ register(
     ),
     Operation(
         name="get_proxy_config",
+        extra=declares(Conflict),
         summary="Rotating gateway host and ports (HTTP, HTTPS, SOCKS5) and the username option syntax.",
         method="GET",
         path=f"{BASE}/config",
@@ -269,6 +271,7 @@ register(
     ),
     Operation(
         name="add_proxy_whitelist",
+        extra=declares(Conflict),
         summary="Whitelist one IPv4 address (no CIDR; up to the entry limit); adding a present one: no-op.",
         method="POST",
         path=f"{BASE}/whitelist",

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.errors import Conflict, declares
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.proxy.ops import BASE, READ, WRITE, ServiceRef, owned
 from proxyplane.domains.services.ops import emit_changed
@@ -127,6 +128,7 @@ TAGS = ("proxy",)
 register(
     Operation(
         name="list_sticky_sessions",
+        extra=declares(Conflict),
         summary="Live sticky sessions of a rotating service: sid, exit IP, started, expires.",
         method="GET",
         path=f"{STICKY}/sessions",
@@ -138,6 +140,7 @@ register(
     ),
     Operation(
         name="rotate_sticky_session",
+        extra=declares(Conflict),
         summary="Give a sticky session a new exit IP (free; not an IP list refresh); its TTL restarts.",
         method="POST",
         path=f"{STICKY}/sessions/{{sid}}/rotate",
@@ -150,6 +153,7 @@ register(
     ),
     Operation(
         name="delete_sticky_session",
+        extra=declares(Conflict),
         summary="End one sticky session (its next use starts a new one).",
         method="DELETE",
         path=f"{STICKY}/sessions/{{sid}}",
@@ -163,6 +167,7 @@ register(
     ),
     Operation(
         name="purge_sticky_sessions",
+        extra=declares(Conflict),
         summary="End every sticky session of a rotating service.",
         method="POST",
         path=f"{STICKY}/purge",
@@ -175,6 +180,7 @@ register(
     ),
     Operation(
         name="get_sticky_mode",
+        extra=declares(Conflict),
         summary="Session mode (rotating, sticky or pinned), pin and sticky TTL of a rotating service.",
         method="GET",
         path=f"{STICKY}/mode",
@@ -186,6 +192,7 @@ register(
     ),
     Operation(
         name="set_sticky_mode",
+        extra=declares(Conflict),
         summary="Set the session mode: rotating, sticky or pinned (pin, an exit IP, required for pinned).",
         method="PUT",
         path=f"{STICKY}/mode",
@@ -198,6 +205,7 @@ register(
     ),
     Operation(
         name="set_sticky_ttl",
+        extra=declares(Conflict),
         summary="Set the sticky-session TTL: 1, 2, 3, 5, 10 or 15 minutes (for sessions started afterwards).",
         method="PUT",
         path=f"{STICKY}/ttl",

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from proxyplane.core.errors import Conflict, declares
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.events.catalogue import describe
 from proxyplane.domains.webhooks import service
@@ -362,6 +363,7 @@ register(
         send_test,
         input=EndpointRef,
         output=DeliveryRecord,
+        extra=declares(Conflict),
         effect=W,
         status_code=201,
     ),
@@ -373,6 +375,7 @@ register(
         redeliver,
         input=DeliveryRef,
         output=DeliveryRecord,
+        extra=declares(Conflict),
         effect=W,
         status_code=201,
     ),

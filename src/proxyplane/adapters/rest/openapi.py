@@ -1,0 +1,108 @@
+"""The error side of the OpenAPI description, derived from each Operation's declaration (issue 19).
+
+One shared error model (`ErrorResponse`: `{"detail": {"error", "message", ...}}`, the body every error of
+/api/v1 has, see adapters/rest/errors.py) and, per operation, every status it can answer:
+
+- 401 when a key is required or optional (a sent key that is invalid is refused even where optional);
+- 403 when a key is required (missing_scope, forbidden, kyc_required, spend_limit_exceeded);
+- 404 when the path names a resource (`{service_id}` ...);
+- 422 when the operation takes any input (body, query or path), with the real body, not FastAPI's default;
+- 402 and 409 for operations that spend money (insufficient_balance; price_changed, conflict), 409 for an
+  `idempotency_key` (idempotency_key_reused);
+- whatever the declaration adds in `extra["errors"]`: DomainError classes (e.g. `Conflict` for an action
+  that needs an active service).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from proxyplane.ops import Auth, Effect, Operation
+
+
+class FieldError(BaseModel):
+    """One refused field of a `validation_error` (pydantic's location, message and error type)."""
+
+    loc: list[str | int] = Field(description='where: ["body", "name"], ["query", "limit"], ["path", "id"]')
+    msg: str
+    type: str
+
+
+class StockError(BaseModel):
+    """One refused country of an order or quote (`insufficient_stock`, `unknown_country`)."""
+
+    model_config = ConfigDict(extra="allow")
+    country: str | None
+    requested: int
+    available: int
+    message: str
+
+
+class ErrorDetail(BaseModel):
+    """The error: a stable machine code, a human message and, depending on the code, extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+    error: str = Field(description="machine-readable code, e.g. not_found, missing_scope, price_changed")
+    message: str = Field(description="human-readable explanation")
+    errors: list[FieldError | StockError] | None = Field(
+        default=None, description="validation_error: the refused fields; insufficient_stock: the countries"
+    )
+    field: str | None = Field(default=None, description="validation_error raised by the service: the field")
+    missing_scopes: list[str] | None = Field(default=None, description="missing_scope (403): scopes lacking")
+    current_price_cents: int | None = Field(
+        default=None, description="price_changed (409): what the call would charge now"
+    )
+    max_total_cents: int | None = Field(default=None, description="price_changed (409): the guard sent")
+    required_cents: int | None = Field(default=None, description="insufficient_balance (402)")
+    balance_cents: int | None = Field(default=None, description="insufficient_balance (402)")
+    missing_cents: int | None = Field(default=None, description="insufficient_balance (402): the shortfall")
+
+
+class ErrorResponse(BaseModel):
+    """Every error answer of /api/v1."""
+
+    detail: ErrorDetail
+
+
+DESCRIPTIONS: dict[int, str] = {
+    401: "`unauthorized`: no API key, or an invalid or revoked one (with `WWW-Authenticate: Bearer`)",
+    402: "`insufficient_balance`: the wallet cannot pay (`required_cents`, `balance_cents`)",
+    403: "`missing_scope` (the key lacks `missing_scopes`), `forbidden`, `kyc_required` (the payment method "
+    "needs identity verification) or `spend_limit_exceeded` (the key's spending cap)",
+    404: "`not_found`: no such resource for this customer (another customer's is not found either)",
+    409: "`conflict` (the resource's state refuses the action), `price_changed` (`current_price_cents` "
+    "above `max_total_cents`) or `idempotency_key_reused`",
+    422: "`validation_error` (`errors` lists the refused fields) or a domain refusal of the input "
+    "(e.g. `insufficient_stock`, `order_below_minimum`)",
+}
+
+
+def error_statuses(op: Operation) -> list[int]:
+    """Every error status `op` can answer, from its declaration (see the module docstring)."""
+    found: set[int] = set()
+    if op.auth != Auth.NONE:
+        found.add(401)
+    if op.auth == Auth.KEY:
+        found.add(403)
+    if re.search(r"{\w+}", op.path):
+        found.add(404)
+    if op.input is not None:
+        found.add(422)
+    if op.effect == Effect.SPENDS_MONEY:
+        found.update((402, 409))
+    if op.takes_idempotency_key:
+        found.add(409)
+    for err in op.extra.get("errors", ()):
+        found.add(err.http_status)
+    return sorted(found)
+
+
+def error_responses(op: Operation) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of FastAPI's add_api_route for `op`'s errors (422 replaces FastAPI's default)."""
+    return {
+        status: {"model": ErrorResponse, "description": DESCRIPTIONS.get(status, "error")}
+        for status in error_statuses(op)
+    }
