@@ -13,7 +13,7 @@ from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.service import after_debit
 from proxyplane.domains.events.wallet import ledger_entry_added
-from proxyplane.storage import paging
+from proxyplane.domains.wallet.ledger import ledger_page
 from proxyplane.storage.models import LedgerEntry, Wallet
 
 # session.info key: cents debited in this transaction (invoke() checks an optional price guard before commit)
@@ -204,6 +204,4 @@ async def _append(
 async def ledger(
     session: AsyncSession, customer_id: int, offset: int, limit: int
 ) -> tuple[list[LedgerEntry], int]:
-    return await paging.page(
-        session, LedgerEntry, LedgerEntry.id, [LedgerEntry.customer_id == customer_id], offset, limit
-    )
+    return await ledger_page(session, customer_id, offset, limit)  # by seq: any offset in two lookups

@@ -4,7 +4,16 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.core.clock import utcnow
@@ -25,6 +34,7 @@ class Wallet(Base):
 
 class LedgerEntry(Base):
     __tablename__ = "ledger_entries"
+    __table_args__ = (Index("ix_ledger_entries_customer_seq", "customer_id", "seq", unique=True),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"), index=True)
@@ -36,6 +46,9 @@ class LedgerEntry(Base):
     invoice_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
     deposit_id: Mapped[uuid.UUID | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # 1, 2, 3, ... per customer in id order, set by a database trigger on insert (migration 0013b): the
+    # ledger list pages by it (wallet/ledger.py)
+    seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class Deposit(Base):
