@@ -16,6 +16,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.settings import Settings
 from proxyplane.domains.renewals.service import PassReport, RenewalPolicy, run_pass
 from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
+from proxyplane.observability import metrics
 from proxyplane.platform import Platform
 
 log = logging.getLogger("proxyplane.renewals")
@@ -25,7 +26,12 @@ DEFAULT_INTERVAL_SECONDS = 60.0
 async def run_once(
     platform: Platform, now: datetime | None = None, policy: RenewalPolicy | None = None
 ) -> PassReport:
-    report = await run_pass(platform.db, now, policy or RenewalPolicy.from_env())
+    try:
+        report = await run_pass(platform.db, now, policy or RenewalPolicy.from_env())
+    except Exception:
+        metrics.renewal_run(None)
+        raise
+    metrics.renewal_run(report)
     for service_id in report.changed:
         platform.emit(ENTITLEMENTS_CHANGED, service_id)
     return report

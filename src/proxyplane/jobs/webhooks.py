@@ -31,6 +31,7 @@ from proxyplane.domains.events.service import emit
 from proxyplane.domains.tickets import service as tickets
 from proxyplane.domains.webhooks import service as hooks
 from proxyplane.domains.webhooks import targets
+from proxyplane.observability import metrics
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Event, WebhookDelivery, WebhookEndpoint
 
@@ -148,6 +149,9 @@ class WebhookWorker:
             log.exception("webhook delivery %s failed unexpectedly", delivery_id)
             outcome = Outcome(ok=False, error=f"internal error: {type(exc).__name__}")
         await self.finish(delivery, endpoint.id, outcome)
+        gave_up = delivery.attempts >= self.settings.webhook_max_attempts
+        result = "succeeded" if outcome.ok else "failed" if gave_up else "retry"
+        metrics.webhook_attempt(result, (utcnow() - as_utc(event.created_at)).total_seconds())
 
     async def send(self, endpoint: WebhookEndpoint, event: Event) -> Outcome:
         try:

@@ -1,0 +1,164 @@
+"""The API's side of observability, wired by ``install(app, platform)`` (app.py):
+
+- ``RequestMiddleware`` (pure ASGI): a request id per request (the caller's ``X-Request-Id`` when it is a
+  sane token, else a new one), returned in the ``X-Request-Id`` response header and set for every log line
+  of the request (logs.REQUEST_ID); one access log line (method, route template, status, milliseconds);
+  ``proxyplane_http_requests_total`` / ``proxyplane_http_request_seconds`` by route template, never by raw
+  path (bounded: a scanner's 404s all count as route "unmatched").
+- ``/metrics`` (Prometheus text), ``/livez`` and ``/readyz`` (health.py) on the API app, unless
+  PROXYPLANE_METRICS_ON_API=false; ``metrics_part`` serves the same on PROXYPLANE_METRICS_PORT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from proxyplane.platform import Platform
+
+from . import health
+from .logs import REQUEST_ID
+from .metrics import HTTP_REQUESTS, HTTP_SECONDS
+from .settings import ObservabilitySettings
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
+HEADER = b"x-request-id"
+_SANE = re.compile(r"^[A-Za-z0-9._\-]{8,64}$")
+access_log = logging.getLogger("proxyplane.access")
+
+
+def request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == HEADER:
+            text = value.decode("latin-1")
+            if _SANE.match(text):
+                return text
+            break
+    return uuid.uuid4().hex
+
+
+def route_of(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return str(path) if path else "unmatched"
+
+
+class RequestMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(
+        self,
+        scope: Scope,
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id(scope)
+        token = REQUEST_ID.set(rid)
+        status = 500
+        start = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                message = {**message, "headers": [*message.get("headers", ()), (HEADER, rid.encode())]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - start
+            route, method = route_of(scope), scope.get("method", "")
+            HTTP_REQUESTS.labels(method, route, str(status)).inc()
+            HTTP_SECONDS.labels(method, route).observe(seconds)
+            shown = route if route != "unmatched" else scope.get("path", "")
+            access_log.info(
+                "%s %s %s %.1fms",
+                method,
+                shown,
+                status,
+                seconds * 1000,
+                extra={
+                    "method": method,
+                    "route": shown,
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 1),
+                },
+            )
+            REQUEST_ID.reset(token)
+
+
+def health_routes(platform: Platform) -> list[Route]:
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    async def livez(_: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+    async def readyz(_: Request) -> Response:
+        reason = await health.not_ready(platform.db)
+        if reason is None:
+            return PlainTextResponse("ready\n")
+        return PlainTextResponse(f"not ready: {reason}\n", status_code=503)
+
+    return [
+        Route("/metrics", metrics, methods=["GET"], include_in_schema=False),
+        Route("/livez", livez, methods=["GET"], include_in_schema=False),
+        Route("/readyz", readyz, methods=["GET"], include_in_schema=False),
+    ]
+
+
+def install(app: Any, platform: Platform, settings: ObservabilitySettings | None = None) -> None:
+    """The request-id/metrics middleware, and /metrics, /livez, /readyz ahead of every other route."""
+    settings = settings or ObservabilitySettings()
+    app.add_middleware(RequestMiddleware)
+    if settings.metrics_on_api:
+        app.router.routes[:0] = health_routes(platform)
+
+
+@contextlib.asynccontextmanager
+async def metrics_part(
+    platform: Platform, settings: ObservabilitySettings | None = None
+) -> AsyncIterator[None]:
+    """Lifespan part: /metrics, /livez, /readyz on PROXYPLANE_METRICS_HOST:METRICS_PORT (when set)."""
+    from proxyplane.gateway.metrics_http import MetricsServer
+
+    settings = settings or ObservabilitySettings()
+    if settings.metrics_port < 0:
+        yield
+        return
+    state: dict[str, str | None] = {"reason": "starting"}
+    server = MetricsServer(settings.metrics_host, settings.metrics_port, lambda: state["reason"])
+
+    async def refresh() -> None:  # the port's readiness is synchronous: keep the store check current
+        while True:
+            state["reason"] = await health.not_ready(platform.db)
+            await asyncio.sleep(1.0)
+
+    await server.start()
+    task = asyncio.ensure_future(refresh())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        await server.close()
