@@ -58,6 +58,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=0,
                    help="worker processes on the same ports under a supervisor (default 0: one process)")
     p.add_argument("--status-file", type=Path, help="with --workers: the supervisor's JSON status file")
+    p.add_argument("--drain-seconds", type=float, default=0.0,
+                   help="on SIGTERM: stop accepting, let open connections finish this long (default 0)")
     args = p.parse_args(argv)
     if not args.exit_ip:
         args.exit_ip = [args.listen]
@@ -114,6 +116,7 @@ async def serve(args: argparse.Namespace, shared: HostShared | None = None, work
             limiter.report()  # this worker's admitted/open connections in the status
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
+    await gateway.drain(args.drain_seconds)
     await gateway.close()
 
 

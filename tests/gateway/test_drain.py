@@ -1,0 +1,120 @@
+"""Graceful restart (issue 17.4): SIGTERM on `proxyplane gateway --workers 2` while 50 tunnels are
+transferring. The node stops accepting at once (readiness 503, new connections refused), every open tunnel
+finishes its transfer, usage is flushed (the store's bytes are exactly those relayed), then it exits 0."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from proxyplane.platform import Platform
+from proxyplane.storage.models.gateway import UsageMinute
+from tests.observability.support import raw_get
+from tests.support import Account
+
+from .clients import basic, connect_tunnel
+from .conftest import free_port
+from .test_node_limits import limited_rotating
+from .test_store_static import eventually
+from .test_workers import start_gateway, status
+
+pytestmark = pytest.mark.anyio
+TUNNELS = 50
+CHUNK = b"d" * 2000
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_sigterm_drains_50_transferring_tunnels_and_flushes_usage(
+    client: httpx.AsyncClient,
+    platform: Platform,
+    account: Account,
+    tcp_echo,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sid, auth = await limited_rotating(client, platform, account, 0)
+    proxy_auth = basic(auth["login"], auth["password"])
+    port = free_port(["127.0.0.1"])
+    metrics = free_port(["127.0.0.1"])  # worker 0's; worker 1 serves metrics + 1
+    proxy, target = ("127.0.0.1", port), f"127.0.0.1:{tcp_echo.port}"
+    monkeypatch.setenv("PROXYPLANE_GATEWAY_DRAIN_SECONDS", "30")
+    monkeypatch.setenv("PROXYPLANE_GATEWAY_METRICS_PORT", str(metrics))
+    home = tmp_path / "gw"
+    proc = start_gateway(database_url, home, port)
+    try:
+
+        async def ready() -> bool:
+            try:
+                code, _, writer = await connect_tunnel(proxy, target, proxy_auth)
+            except OSError:
+                return False
+            writer.close()
+            serving = [p for p in status(home).get("processes", []) if p["serving"]]
+            return code == 200 and len(serving) == 2
+
+        await eventually(ready, within=30.0)
+        assert (await raw_get(metrics, "/readyz"))[0] == 200
+        before = await usage(platform, sid)
+
+        tunnels = []
+        for _ in range(TUNNELS):
+            code, reader, writer = await connect_tunnel(proxy, target, proxy_auth)
+            assert code == 200
+            tunnels.append((reader, writer))
+
+        async def transfer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, rounds: int) -> int:
+            for _ in range(rounds):
+                writer.write(CHUNK)
+                assert await asyncio.wait_for(reader.readexactly(len(CHUNK)), 10) == CHUNK
+                await asyncio.sleep(0.05)
+            return rounds * len(CHUNK)
+
+        sent = sum(await asyncio.gather(*(transfer(r, w, 2) for r, w in tunnels)))
+        proc.send_signal(signal.SIGTERM)  # the supervisor forwards it to both workers
+
+        async def refusing() -> bool:
+            try:
+                _, _, writer = await connect_tunnel(proxy, target, proxy_auth)
+            except (OSError, asyncio.IncompleteReadError):  # refused, or reset from a closed backlog
+                return True
+            writer.close()
+            return False
+
+        await eventually(refusing, within=5.0)
+        assert (await raw_get(metrics, "/readyz"))[0] == 503  # draining
+        # the open tunnels go on transferring after SIGTERM, then close
+        sent += sum(await asyncio.gather(*(transfer(r, w, 10) for r, w in tunnels)))
+        assert proc.poll() is None  # still draining until the last tunnel closes
+        for _, writer in tunnels:
+            writer.close()
+        code = await asyncio.to_thread(proc.wait, 30)
+        assert code == 0, proc.stdout.read().decode() if proc.stdout else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    after = await usage(platform, sid)
+    assert after[0] - before[0] == sent and after[1] - before[1] == sent  # every byte flushed at exit
+
+
+async def usage(platform: Platform, sid: str) -> tuple[int, int]:
+    async with platform.db.unit_of_work(write=False) as uow:
+        up, down = (
+            await uow.session.execute(
+                select(func.sum(UsageMinute.bytes_up), func.sum(UsageMinute.bytes_down)).where(
+                    UsageMinute.service_id == uuid.UUID(sid)
+                )
+            )
+        ).one()
+    return int(up or 0), int(down or 0)
