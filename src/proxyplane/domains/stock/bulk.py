@@ -15,6 +15,7 @@ import ipaddress
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 from sqlalchemy import bindparam, text
@@ -74,9 +75,44 @@ def dotted(n: int) -> str:
     return f"{n >> 24}.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
 
 
-def range_rows(first: int, last: int, country_maxmind: str, country_ripe: str) -> Iterator[Row]:
-    mm, ripe = country(country_maxmind), country(country_ripe)
-    return ((dotted(n), mm, ripe) for n in range(first, last + 1))
+_OCTETS = [str(i) for i in range(256)]
+
+
+class RangeRows:
+    """The rows of one address range (distinct by construction), built a /24 at a time from string
+    prefixes and tuples made by `zip` (C speed: no per-address integer formatting or dict)."""
+
+    def __init__(self, first: int, last: int, country_maxmind: str, country_ripe: str) -> None:
+        self.first, self.last = first, last
+        self.mm, self.ripe = country(country_maxmind), country(country_ripe)
+
+    def __len__(self) -> int:
+        return self.last - self.first + 1
+
+    def __iter__(self) -> Iterator[Row]:
+        for chunk in self.chunks(CHUNK):
+            yield from chunk
+
+    def addresses(self, first: int, last: int) -> list[str]:
+        out: list[str] = []
+        n = first
+        while n <= last:
+            block_end = min(last, n | 255)
+            prefix = f"{n >> 24}.{n >> 16 & 255}.{n >> 8 & 255}."
+            out += [prefix + octet for octet in _OCTETS[n & 255 : (block_end & 255) + 1]]
+            n = block_end + 1
+        return out
+
+    def chunks(self, size: int) -> Iterator[list[Row]]:
+        for start in range(self.first, self.last + 1, size):
+            end = min(self.last, start + size - 1)
+            addresses = self.addresses(start, end)
+            yield list(zip(addresses, repeat(self.mm, len(addresses)), repeat(self.ripe, len(addresses)),
+                           strict=True))
+
+
+def range_rows(first: int, last: int, country_maxmind: str, country_ripe: str) -> RangeRows:
+    return RangeRows(first, last, country_maxmind, country_ripe)
 
 
 def file_rows(lines: Iterable[str]) -> Iterator[Row]:
@@ -96,6 +132,10 @@ def file_rows(lines: Iterable[str]) -> Iterator[Row]:
 
 def _chunks(rows: Iterable[Row], seen: set[str]) -> Iterator[tuple[list[Row], int]]:
     """(new distinct rows, input rows consumed) per chunk."""
+    if isinstance(rows, RangeRows):  # one range: distinct already
+        for part in rows.chunks(CHUNK):
+            yield part, len(part)
+        return
     chunk: list[Row] = []
     consumed = 0
     for row in rows:
@@ -137,6 +177,14 @@ WHERE true
 ON CONFLICT (address) DO NOTHING
 """
 
+LOG_TRIGGER = "pp_log_stock_ips_insert"  # migration 0012c
+# one change-log entry for the pool (gateway nodes re-read it): the log's UPDATE trigger fires for a SET of
+# a column a pool reads, here one row of the pool set to its own value
+LOG_ONCE = """
+UPDATE stock_ips SET product_kind = product_kind
+WHERE id = (SELECT max(id) FROM stock_ips WHERE product_kind = :pool)
+"""
+
 
 async def import_rows(
     session: AsyncSession,
@@ -163,6 +211,8 @@ async def import_rows(
         "country_ripe VARCHAR(2) NOT NULL)"
     )
     statements, added, skipped = 2, 0, 0
+    log_trigger = None if postgres else await _pause_log_trigger(conn)
+    statements += 0 if log_trigger is None else 3  # read, drop and re-create it
     seen: set[str] = set()
     for chunk, consumed in _chunks(rows, seen):
         skipped += consumed - len(chunk)  # repeated in the input
@@ -176,6 +226,28 @@ async def import_rows(
             skipped += len(chunk) - back - new
         if progress is not None:
             progress(consumed)
-    # on an error the caller's rollback drops the table with everything else
+    # on an error the caller's rollback drops the table (and restores the trigger) with everything else
     await conn.exec_driver_sql(f"DROP TABLE {STAGING}")
+    if log_trigger is not None:
+        await conn.exec_driver_sql(log_trigger)
+        if added:
+            await conn.execute(text(LOG_ONCE), params)
+            statements += 1
     return ImportResult(added=added, skipped=skipped, statements=statements + 1)
+
+
+async def _pause_log_trigger(conn: AsyncConnection) -> str | None:
+    """SQLite: drop the change log's row-level INSERT trigger of stock_ips for this transaction and return
+    its SQL to re-create it (None when there is none). It logs the same pool key once per inserted row,
+    which would double the cost of an import; the import logs its pool once at the end instead (LOG_ONCE).
+    Safe because SQLite has one writer and DDL is transactional: no other connection writes while the
+    trigger is away, and a rollback restores it."""
+    found = (
+        await conn.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (LOG_TRIGGER,)
+        )
+    ).scalar()
+    if not found:
+        return None
+    await conn.exec_driver_sql(f"DROP TRIGGER {LOG_TRIGGER}")
+    return str(found)

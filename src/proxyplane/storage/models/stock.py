@@ -23,8 +23,6 @@ class StockIp(Base):
     __table_args__ = (
         CheckConstraint("assigned_count >= 0 AND assigned_count <= capacity", name="capacity"),
         CheckConstraint("capacity >= 1", name="capacity_positive"),
-        Index("ix_stock_ips_pool_maxmind", "product_kind", "country_maxmind"),
-        Index("ix_stock_ips_pool_ripe", "product_kind", "country_ripe"),
         # allocation (domains/stock/allocate.py): least-shared first among the IPs on sale (0012d)
         *(
             Index(

@@ -8,6 +8,10 @@ UPDATE of the customer's wallet row in the same transaction (wallet/service.py: 
 serializes a customer's inserts on PostgreSQL; SQLite has one writer. The unique index would refuse a
 duplicate rather than let a page skip or repeat an entry.
 
+Also drops the stock indexes (product_kind, country_maxmind) and (product_kind, country_ripe): every query
+of the stock on sale is served by the allocation indexes of 0012d (same leading columns, over the unretired
+IPs), and two fewer indexes to maintain make a bulk import about a third faster (issue 15.2).
+
 Revision ID: 0013b
 Revises: 0012d
 """
@@ -50,6 +54,8 @@ def upgrade() -> None:
     op.add_column("ledger_entries", sa.Column("seq", sa.BigInteger(), nullable=True))
     op.execute(BACKFILL)  # SQLite >= 3.33 has UPDATE ... FROM
     op.create_index("ix_ledger_entries_customer_seq", "ledger_entries", ["customer_id", "seq"], unique=True)
+    op.drop_index("ix_stock_ips_pool_maxmind", table_name="stock_ips")
+    op.drop_index("ix_stock_ips_pool_ripe", table_name="stock_ips")
     if postgres:
         op.execute(PG_FUNCTION)
         op.execute(
@@ -61,6 +67,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.create_index("ix_stock_ips_pool_maxmind", "stock_ips", ["product_kind", "country_maxmind"])
+    op.create_index("ix_stock_ips_pool_ripe", "stock_ips", ["product_kind", "country_ripe"])
     op.execute("DROP TRIGGER IF EXISTS pp_ledger_seq" + (
         " ON ledger_entries" if op.get_bind().dialect.name == "postgresql" else ""))
     if op.get_bind().dialect.name == "postgresql":
