@@ -75,6 +75,15 @@ SIZES: dict[str, dict[str, int]] = {
 }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
@@ -239,11 +248,16 @@ async def measure_orders(url: str, size: dict[str, int], keys: list[str], home: 
         _, lat = await b.run(1, size["one"])
         p50 = statistics.median(lat) * 1000
         rows.append(("one buyer, orders of 7-12 IPs: p50", f"{p50:.1f} ms", "(was 31-53 ms)", p50 < 31))
+        cpu = cpu_seconds(proc.pid)
         secs, lat = await b.run(20, 20 * size["twenty"], twice_every=25)
+        cpu = cpu_seconds(proc.pid) - cpu
         rate, p99 = len(lat) / secs, pct(lat, 0.99) * 1000
         target = 300 if pg else 150
         rows.append(("20 concurrent buyers: orders/s", f"{rate:.0f}/s", f">= {target}/s", rate >= target))
         rows.append(("20 concurrent buyers: p99", f"{p99:.0f} ms", "< 250 ms", p99 < 250))
+        # the figure a shared machine stretches least: CPU of the serve process per order request
+        per = cpu * 1000 / len(lat)
+        rows.append(("20 buyers: serve process CPU per order", f"{per:.1f} ms", "(3.3 ms = 300/s)", True))
         secs, lat = await b.run(8, size["eight"])
         rate, p99 = len(lat) / secs, pct(lat, 0.99) * 1000
         rows.append(
@@ -376,6 +390,8 @@ def main() -> None:
             url = Settings(database_url=url).resolved_database_url()
             rows, checks = asyncio.run(bench(url, args.size, not args.no_data))
         print(f"\n| figure ({args.size}, {url.split(':')[0]}) | measured | target | ok |\n|---|---|---|---|")
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"| load average (1/5/15 min) when done: shared machine | {load} | - | - |")
         for figure, measured, target_text, ok in [*rows, *checks]:
             print(f"| {figure} | {measured} | {target_text} | {'yes' if ok else 'NO'} |", flush=True)
         broken = broken or not all(ok for *_, ok in checks)

@@ -2,8 +2,8 @@
 
 An Operation declares its name (REST operation_id == MCP tool name), its REST binding, input and output
 models, the scopes a key must ALL hold, its effect, and the handler `async (ctx, data) -> output`.
-`invoke()` checks the caller, opens the unit of work, replays idempotent results, runs the handler and
-commits exactly once.
+`invoke()` checks the caller, opens the unit of work, records the key's last use in it (when due),
+replays idempotent results, runs the handler and commits exactly once.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from proxyplane.core.errors import (
     Unauthorized,
 )
 from proxyplane.domains.apikeys.caps import SPENDING_KEY
+from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.domains.wallet.service import DEBITED_CENTS
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
@@ -214,7 +215,11 @@ async def invoke(
     key = getattr(data, "idempotency_key", None) if op.takes_idempotency_key else None
     if key and caller.customer_id is not None:
         return await _invoke_keyed(platform, op, caller, data, key, max_total_cents)
-    async with platform.db.unit_of_work(write=op.effect != Effect.READ) as uow:
+    used = utcnow()
+    use_due = last_use_due(platform.db, caller.key_id, caller.client_ip, used)
+    async with platform.db.unit_of_work(write=op.effect != Effect.READ or use_due) as uow:
+        if use_due:
+            await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
         uow.session.info[SPENDING_KEY] = caller.key_id
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(
@@ -249,7 +254,10 @@ async def _invoke_keyed(
     unique row, finds it taken and replays the winner's result (two statements: claim, store result)."""
     assert caller.customer_id is not None
     req_hash = _request_hash(data)
+    used = utcnow()
     async with platform.db.unit_of_work(write=True) as uow:
+        if last_use_due(platform.db, caller.key_id, caller.client_ip, used):
+            await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
         record_id = await _claim(uow, op, caller.customer_id, key, req_hash)
         if record_id is None:
             replayed = await _replay(uow, op, caller.customer_id, key, req_hash)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from types import TracebackType
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 
@@ -20,10 +22,12 @@ class Database:
         else:
             engine_kwargs.setdefault("pool_size", 10)
             engine_kwargs.setdefault("max_overflow", 20)
-            engine_kwargs.setdefault("pool_pre_ping", True)
+            engine_kwargs.setdefault("pool_recycle", POOL_RECYCLE_SECONDS)
         self.engine: AsyncEngine = create_async_engine(url, **engine_kwargs)
         if self.is_sqlite:
             _sqlite_setup(self.engine)
+        elif not engine_kwargs.get("pool_pre_ping"):
+            _ping_when_idle(self.engine)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=True)
         # SQLite has one writer: writing units of work of this process queue here, in order, instead of
         # polling the file lock in SQLite's busy handler (which sleeps up to 100 ms between tries and
@@ -47,6 +51,30 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+# PostgreSQL pool: no ping per checkout (a round trip per unit of work); a connection idle in the pool
+# longer than IDLE_PING_SECONDS is pinged when checked out (and replaced if dead: a server restart or a
+# dropped idle connection), every connection is replaced after POOL_RECYCLE_SECONDS, and a connection
+# that fails with a disconnect error in use invalidates the whole pool (SQLAlchemy's default).
+IDLE_PING_SECONDS = 10.0
+POOL_RECYCLE_SECONDS = 1800
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["pp_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("pp_idle_since", None)
+        if since is None or time.monotonic() - since < IDLE_PING_SECONDS:
+            return
+        try:
+            dbapi_conn.ping()
+        except Exception as exc:  # the pool drops this connection and checks out another
+            raise DisconnectionError(f"connection idle for {time.monotonic() - since:.0f} s is dead") from exc
 
 
 def _sqlite_setup(engine: AsyncEngine) -> None:

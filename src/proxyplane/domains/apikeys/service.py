@@ -1,32 +1,23 @@
-"""API keys: create (secret shown once, only its hash stored), list, revoke, authenticate."""
+"""API keys: create (secret shown once, only its hash stored), list, revoke, authenticate, last use."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Forbidden, NotFound, ValidationFailed
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.core.security import API_KEY_PREFIX, hash_api_key, new_api_key
+from proxyplane.domains.apikeys.cache import KeyPrincipal, drop_everywhere, key_cache
 from proxyplane.domains.events.service import emit
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models import ApiKey, Customer
 
-# last-used time/IP are written at most this often per key (and whenever the IP changes)
-TOUCH_INTERVAL = timedelta(seconds=5)
 MAX_KEYS_PER_CUSTOMER = 100
-
-
-@dataclass(frozen=True)
-class KeyPrincipal:
-    key_id: uuid.UUID
-    customer_id: int
-    scopes: frozenset[str]
 
 
 async def create_key(
@@ -80,16 +71,26 @@ async def revoke_key(session: AsyncSession, customer_id: int, key_id: uuid.UUID)
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         await session.flush()
+        # refused by this process from now on, and again once committed (a read in between is stale)
+        drop_everywhere(key.id)
+        event.listen(session.sync_session, "after_commit", lambda _s: drop_everywhere(key_id), once=True)
         await emit(session, customer_id, "api_key.revoked", _key_data(key))
     return key
 
 
 async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal | None:
     """The one key check shared by REST and MCP. Returns None for an unknown, revoked key or a
-    disabled account. Records last use (time, client IP) in its own short write."""
+    disabled account. A valid key is remembered for CACHE_SECONDS (see cache.py for the bound); a miss
+    reads the key in a short read unit of work. Nothing is written here: the last use is recorded by
+    the request's own unit of work (`last_use_due` / `record_last_use`, called by invoke())."""
     if not raw.startswith(API_KEY_PREFIX) or len(raw) > 200:
         return None
     digest = hash_api_key(raw)
+    cache = key_cache(db)
+    principal = cache.get(digest)
+    if principal is not None:
+        return principal
+    generation = cache.generation
     async with db.unit_of_work(write=False) as uow:
         row = (
             await uow.session.execute(
@@ -111,19 +112,25 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
     key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, status = row
     if revoked_at is not None or status != "active":
         return None
-    now = utcnow()
-    if _needs_touch(last_used_at, last_used_ip, client_ip, now):
-        async with db.unit_of_work(write=True) as uow:
-            await uow.session.execute(
-                update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now, last_used_ip=client_ip)
-            )
-            await uow.commit()
-    return KeyPrincipal(key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes))
+    principal = KeyPrincipal(key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes))
+    cache.put(digest, principal, generation, (last_used_at, last_used_ip))
+    return principal
+
+
+def last_use_due(db: Database, key_id: uuid.UUID | None, client_ip: str, now: datetime) -> bool:
+    """Whether this request must record its key's last use (and claims it: see KeyCache.claim_use)."""
+    return key_id is not None and key_cache(db).claim_use(key_id, client_ip, now)
+
+
+async def record_last_use(session: AsyncSession, key_id: uuid.UUID, client_ip: str, now: datetime) -> None:
+    """The key's last use, one UPDATE in the caller's transaction (committed with it, or not at all)."""
+    await session.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id)
+        .values(last_used_at=now, last_used_ip=client_ip)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _key_data(key: ApiKey) -> dict[str, object]:
     return {"key_id": str(key.id), "name": key.name, "scopes": list(key.scopes), "prefix": key.prefix}
-
-
-def _needs_touch(last_at: datetime | None, last_ip: str | None, ip: str, now: datetime) -> bool:
-    return last_at is None or last_ip != ip or now - last_at >= TOUCH_INTERVAL
