@@ -48,3 +48,9 @@ async def post_form(
     page = await client.get(page_url)
     assert page.status_code == 200, page.text
     return await client.post(action, data={"csrf": csrf_of(page), **data})
+
+
+async def follow(client: httpx.AsyncClient, posted: httpx.Response) -> httpx.Response:
+    """The page a successful form post redirects to (post/redirect/get)."""
+    assert posted.status_code == 303, posted.text
+    return await client.get(posted.headers["location"])

@@ -8,14 +8,14 @@ import httpx
 import pytest
 
 from proxyplane.platform import Platform
-from tests.adapters.web.helpers import PASSWORD, csrf_of, login, post_form, signup
+from tests.adapters.web.helpers import PASSWORD, csrf_of, follow, login, post_form, signup
 from tests.support import unique_email
 
 pytestmark = pytest.mark.anyio
 
 
 def client_from(platform: Platform, ip: str) -> httpx.AsyncClient:
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     transport = httpx.ASGITransport(app=create_app(platform), client=(ip, 50000))
     return httpx.AsyncClient(transport=transport, base_url="http://testserver")
@@ -37,7 +37,7 @@ async def test_signup_signs_in_and_sets_safe_cookie(client: httpx.AsyncClient) -
 
 
 async def test_signup_cookie_is_secure_over_https(platform: Platform) -> None:
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     transport = httpx.ASGITransport(app=create_app(platform), client=("127.0.0.9", 50000))
     async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as c:
@@ -192,7 +192,9 @@ async def test_login_history_in_page_and_api(platform: Platform) -> None:
         page = await c.get("/security")
         assert page.status_code == 200
         assert ip in page.text and "failed" in page.text
-        r = await post_form(c, "/keys", "/keys", {"name": "history", "scopes": ["customer:read"]})
+        r = await follow(
+            c, await post_form(c, "/keys", "/keys", {"name": "history", "scopes": ["customer:read"]})
+        )
         secret = r.text.split('id="secret">')[1].split("<")[0]
         api = await c.get("/api/v1/customer/me/login-history", headers=bearer(secret))
     assert api.status_code == 200

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from proxyplane.platform import Platform
-from tests.adapters.web.helpers import csrf_of, post_form, signup
+from tests.adapters.web.helpers import csrf_of, follow, post_form, signup
 from tests.adapters.web.test_pages import api_key, customer_id
 from tests.domains.stock.support import fresh_stock
 from tests.support import Account, bearer
@@ -117,13 +117,15 @@ async def test_order_from_wallet_then_manage_the_service(
 
     revealed = await post_form(client, url, f"{url}/credentials", {"do": "reveal"})
     assert auth["password"] in revealed.text
-    rotated = await post_form(
-        client, url, f"{url}/credentials", {"do": "rotate", "rotation_key": "web-rot-1"}
+    rotated = await follow(
+        client,
+        await post_form(client, url, f"{url}/credentials", {"do": "rotate", "rotation_key": "web-rot-1"}),
     )
     new = (
         await client.get(f"/api/v1/customer/services/{sid}/proxy/auth?reveal=true", headers=bearer(key))
     ).json()
     assert new["password"] != auth["password"] and new["password"] in rotated.text
+    assert new["password"] not in (await client.get(url)).text  # a reload shows it masked again
 
     added = await post_form(client, url, f"{url}/whitelist", {"do": "add", "ip": "127.0.0.6"})
     assert added.status_code == 303

@@ -9,7 +9,7 @@ import pytest
 
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Customer
-from tests.adapters.web.helpers import csrf_of, post_form, signup
+from tests.adapters.web.helpers import csrf_of, follow, post_form, signup
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
@@ -36,8 +36,9 @@ async def customer_id(platform: Platform, email: str) -> int:
 
 
 async def api_key(client: httpx.AsyncClient, scopes: list[str]) -> str:
-    r = await post_form(client, "/keys", "/keys", {"name": "from the page", "scopes": scopes})
-    assert r.status_code == 201, r.text
+    r = await follow(
+        client, await post_form(client, "/keys", "/keys", {"name": "from the page", "scopes": scopes})
+    )
     match = re.search(r'id="secret">([^<]+)<', r.text)
     assert match
     return match.group(1)

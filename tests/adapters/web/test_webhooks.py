@@ -14,7 +14,7 @@ import pytest
 from proxyplane.core.settings import Settings
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
-from tests.adapters.web.helpers import csrf_of, post_form, signup
+from tests.adapters.web.helpers import csrf_of, follow, post_form, signup
 from tests.jobs.receiver import Receiver
 from tests.support import bearer
 
@@ -44,8 +44,9 @@ async def receiver() -> AsyncIterator[Receiver]:
 async def web_user_with_key(client: httpx.AsyncClient) -> dict[str, str]:
     """Sign up in the dashboard and make a `webhooks` API key there, to look through the REST API."""
     await signup(client)
-    made = await post_form(client, "/keys", "/keys", {"name": "rest view", "scopes": ["webhooks"]})
-    assert made.status_code == 201, made.text
+    made = await follow(
+        client, await post_form(client, "/keys", "/keys", {"name": "rest view", "scopes": ["webhooks"]})
+    )
     return bearer(made.text.split('id="secret">', 1)[1].split("<", 1)[0])
 
 
@@ -87,9 +88,9 @@ async def test_webhook_pages_do_what_the_api_shows(
     bad = await post_form(client, "/webhooks", "/webhooks", {**fields, "url": "https://10.1.2.3/h"})
     assert bad.status_code == 422 and 'role="alert"' in bad.text and 'value="https://10.1.2.3/h"' in bad.text
 
-    created = await post_form(client, "/webhooks", "/webhooks", fields)
-    assert created.status_code == 201, created.text
+    created = await follow(client, await post_form(client, "/webhooks", "/webhooks", fields))
     first_secret = shown_secret(created)
+    assert first_secret not in (await client.get("/webhooks")).text  # a reload shows it no more
     [rest] = (await client.get(API, headers=auth)).json()
     assert (rest["url"], rest["description"], rest["event_types"]) == (
         receiver.url,
@@ -129,8 +130,7 @@ async def test_webhook_pages_do_what_the_api_shows(
     assert (await client.get(url, headers=auth)).json()["enabled"] is True
 
     # rotate: the new secret is shown once and signs what is sent next
-    rotated = await post_form(client, page_url, f"{page_url}/rotate-secret", {})
-    assert rotated.status_code == 200
+    rotated = await follow(client, await post_form(client, page_url, f"{page_url}/rotate-secret", {}))
     secret = shown_secret(rotated)
     assert secret != first_secret and secret not in (await client.get(page_url)).text
 
@@ -174,11 +174,24 @@ async def test_webhook_pages_do_what_the_api_shows(
 
 async def test_another_customers_endpoint_is_not_found(client: httpx.AsyncClient, receiver: Receiver) -> None:
     await signup(client)
-    made = await post_form(client, "/webhooks", "/webhooks", {"url": receiver.url})
-    assert made.status_code == 201
+    made = await follow(client, await post_form(client, "/webhooks", "/webhooks", {"url": receiver.url}))
     endpoint_id = made.text.split('href="/webhooks/', 1)[1].split('"', 1)[0]
     client.cookies.clear()
     await signup(client)
     assert (await client.get(f"/webhooks/{endpoint_id}")).status_code == 404
     assert (await post_form(client, "/webhooks", f"/webhooks/{endpoint_id}/disable", {})).status_code == 404
     assert (await client.get("/webhooks/not-a-uuid")).status_code == 404
+
+
+async def test_the_same_create_form_twice_adds_one_endpoint(
+    client: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    auth = await web_user_with_key(client)
+    page = await client.get("/webhooks")
+    token = re.search(r'name="form_token" value="([^"]+)"', page.text)
+    assert token
+    form = {"csrf": csrf_of(page), "form_token": token.group(1), "url": receiver.url}
+    first, second = await client.post("/webhooks", data=form), await client.post("/webhooks", data=form)
+    assert first.status_code == second.status_code == 303
+    assert "already sent" in (await follow(client, second)).text
+    assert len((await client.get(API, headers=auth)).json()) == 1

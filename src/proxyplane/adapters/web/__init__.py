@@ -15,6 +15,7 @@ def install_dashboard(app: FastAPI) -> None:
         account,
         billing_pages,
         buy,
+        keys,
         money_pages,
         service_tools,
         services,
@@ -24,7 +25,17 @@ def install_dashboard(app: FastAPI) -> None:
 
     app.mount("/assets", StaticFiles(directory=HERE / "static"), name="web-assets")
     pages: set[str] = set()
-    for module in (account, money_pages, billing_pages, buy, services, service_tools, tickets, webhooks):
+    for module in (
+        account,
+        money_pages,
+        keys,
+        billing_pages,
+        buy,
+        services,
+        service_tools,
+        tickets,
+        webhooks,
+    ):
         app.include_router(module.router)
         pages.update(
             r.path for r in module.router.routes if isinstance(r, APIRoute) and "GET" in (r.methods or ())

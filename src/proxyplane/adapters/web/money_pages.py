@@ -1,4 +1,4 @@
-"""Overview, wallet (balance, ledger, top-up), API keys and profile pages."""
+"""Overview, wallet (balance, ledger, top-up) and profile pages (API keys: keys.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, has_op, redirect, render, require_login
 from proxyplane.core.errors import DomainError
-from proxyplane.core.scopes import Scope
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 LEDGER_PAGE = 25
@@ -112,59 +111,6 @@ async def topup(request: Request) -> Response:
     except DomainError as exc:
         return await _wallet(request, exc.http_status, {"topup": exc.message})
     return redirect(request, deposit.checkout_url)
-
-
-async def _keys(
-    request: Request, status: int = 200, errors: dict[str, str] | None = None, created: Any = None
-) -> Response:
-    keys = await call(request, "list_api_keys")
-    return render(
-        request,
-        "keys.html",
-        status=status,
-        keys=keys.root,
-        scopes=[s.value for s in Scope],
-        created=created,
-        errors=errors or {},
-    )
-
-
-@router.get("/keys")
-async def keys(request: Request) -> Response:
-    await require_login(request)
-    return await _keys(request)
-
-
-@router.post("/keys")
-async def create_key(request: Request) -> Response:
-    await require_login(request)
-    data = await form(request)
-    body: dict[str, object] = {
-        "name": str(data.get("name", "")).strip(),
-        "scopes": as_list(data.get("scopes")),
-    }
-    for cap in ("spend_limit_daily_cents", "spend_limit_total_cents"):
-        raw = str(data.get(cap, "") or "").strip()
-        if raw:
-            if not raw.isdigit():
-                return await _keys(request, 422, {"create": "spending caps are whole numbers of cents"})
-            body[cap] = int(raw)
-    try:
-        created = await call(request, "create_api_key", body)
-    except DomainError as exc:
-        return await _keys(request, exc.http_status, {"create": exc.message})
-    return await _keys(request, 201, created=created)
-
-
-@router.post("/keys/{key_id}/revoke")
-async def revoke_key(request: Request) -> Response:
-    await require_login(request)
-    await form(request)
-    try:
-        result = await call(request, "revoke_api_key", {"key_id": request.path_params["key_id"]})
-    except DomainError as exc:
-        return await _keys(request, exc.http_status, {"list": exc.message})
-    return redirect(request, "/keys", result.message)
 
 
 async def _profile(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:

@@ -16,10 +16,12 @@ from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, money, redirect, render, require_login
 from proxyplane.adapters.web.charts import usage_chart
+from proxyplane.adapters.web.forms import forget_reveal, reveal, take_reveal
 from proxyplane.adapters.web.money_pages import int_param, unpaid_orders
 from proxyplane.adapters.web.service_extras import extras, optional
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, NotFound
+from proxyplane.domains.proxy.ops import CredentialsOut
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 LINE_FORMATS = {
@@ -98,7 +100,9 @@ async def this_unpaid(request: Request, sid: uuid.UUID) -> dict[str, list[Any]]:
 @router.get("/services/{service_id}")
 async def service(request: Request) -> Response:
     await require_login(request)
-    return await service_page(request)
+    rotated = take_reveal(request, f"rotated:{service_id(request)}", CredentialsOut)
+    page = await service_page(request, revealed=rotated, rotated=rotated is not None)
+    return forget_reveal(request, page)
 
 
 async def action(request: Request, name: str, data: dict[str, Any], section: str) -> Any:
@@ -126,7 +130,9 @@ async def credentials(request: Request) -> Response:
     )
     if isinstance(result, Response):
         return result
-    return await service_page(request, revealed=result, rotated=True)
+    response = redirect(request, f"/services/{service_id(request)}#credentials")
+    reveal(request, response, f"rotated:{service_id(request)}", result)  # the new password, shown once
+    return response
 
 
 @router.post("/services/{service_id}/whitelist")

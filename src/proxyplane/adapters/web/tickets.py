@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, redirect, render, require_login
+from proxyplane.adapters.web.forms import claim, new_token, release
 from proxyplane.adapters.web.money_pages import int_param
 from proxyplane.core.errors import DomainError, NotFound
 
@@ -25,7 +26,15 @@ def ticket_id(request: Request) -> str:
 async def _tickets(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:
     page = await call(request, "list_tickets", {"offset": int_param(request, "offset"), "limit": 25})
     services = await call(request, "list_services", {"offset": 0, "limit": 100})
-    return render(request, "tickets.html", status=status, page=page, services=services, errors=errors or {})
+    return render(
+        request,
+        "tickets.html",
+        status=status,
+        page=page,
+        services=services,
+        form_token=new_token(),
+        errors=errors or {},
+    )
 
 
 @router.get("/tickets")
@@ -41,9 +50,12 @@ async def open_ticket(request: Request) -> Response:
     body = {"subject": str(data.get("subject", "")).strip(), "message": str(data.get("message", "")).strip()}
     if data.get("service_id"):
         body["service_id"] = str(data["service_id"])
+    if not await claim(request, "open_ticket", data):
+        return redirect(request, "/tickets", "That form was already sent: the ticket was opened once.")
     try:
         ticket = await call(request, "open_ticket", body)
     except DomainError as exc:
+        await release(request, "open_ticket", data)
         return await _tickets(request, exc.http_status, {"open": exc.message})
     return redirect(request, f"/tickets/{ticket.ticket_id}", "Ticket opened; we will answer here.")
 

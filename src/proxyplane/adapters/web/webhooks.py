@@ -12,12 +12,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, redirect, render, require_login
+from proxyplane.adapters.web.forms import claim, forget_reveal, new_token, release, reveal, take_reveal
 from proxyplane.adapters.web.money_pages import as_list, int_param
 from proxyplane.core.errors import DomainError, NotFound
+from proxyplane.domains.webhooks.ops import EndpointCreated, SecretRotated
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 DELIVERY_PAGE = 25
 STATUSES = ("pending", "sending", "succeeded", "failed")
+CREATE = "create_webhook_endpoint"
+ROTATE = "rotate_webhook_secret"
 
 
 def path_uuid(request: Request, name: str, what: str) -> str:
@@ -44,21 +48,22 @@ async def _list(
     request: Request,
     status: int = 200,
     errors: dict[str, str] | None = None,
-    created: Any = None,
     values: dict[str, Any] | None = None,
 ) -> Response:
     endpoints = await call(request, "list_webhook_endpoints")
     types = await call(request, "list_webhook_event_types")
-    return render(
+    response = render(
         request,
         "webhooks.html",
         status=status,
         endpoints=endpoints.root,
         event_types=types.root,
-        created=created,
+        created=take_reveal(request, CREATE, EndpointCreated),
+        form_token=new_token(),
         values=values or {"url": "", "description": "", "event_types": []},
         errors=errors or {},
     )
+    return forget_reveal(request, response)
 
 
 @router.get("/webhooks")
@@ -70,19 +75,24 @@ async def webhooks(request: Request) -> Response:
 @router.post("/webhooks")
 async def create(request: Request) -> Response:
     await require_login(request)
-    body = fields(await form(request))
+    data = await form(request)
+    body = fields(data)
+    if not await claim(request, CREATE, data):
+        return redirect(request, "/webhooks", "That form was already sent: the endpoint exists once.")
     try:
-        created = await call(request, "create_webhook_endpoint", body)
+        created = await call(request, CREATE, body)
     except DomainError as exc:
+        await release(request, CREATE, data)
         return await _list(request, exc.http_status, {"create": exc.message}, values=body)
-    return await _list(request, 201, created=created)
+    response = redirect(request, "/webhooks#new-secret", "Endpoint added.")
+    reveal(request, response, CREATE, created)
+    return response
 
 
 async def _endpoint(
     request: Request,
     status: int = 200,
     errors: dict[str, str] | None = None,
-    secret: Any = None,
     values: dict[str, Any] | None = None,
 ) -> Response:
     eid = endpoint_id(request)
@@ -97,7 +107,7 @@ async def _endpoint(
     if wanted in STATUSES:
         query["status"] = wanted
     deliveries = await call(request, "list_webhook_deliveries", query)
-    return render(
+    response = render(
         request,
         "webhook.html",
         status=status,
@@ -107,9 +117,10 @@ async def _endpoint(
         deliveries=deliveries,
         status_filter=query.get("status", ""),
         statuses=STATUSES,
-        secret=secret,
+        secret=take_reveal(request, f"{ROTATE}:{eid}", SecretRotated),
         errors=errors or {},
     )
+    return forget_reveal(request, response)
 
 
 @router.get("/webhooks/{endpoint_id}")
@@ -167,10 +178,12 @@ async def rotate(request: Request) -> Response:
     await form(request)
     eid = endpoint_id(request)
     try:
-        rotated = await call(request, "rotate_webhook_secret", {"endpoint_id": eid})
+        rotated = await call(request, ROTATE, {"endpoint_id": eid})
     except DomainError as exc:
         return await _endpoint(request, exc.http_status, {"actions": exc.message})
-    return await _endpoint(request, secret=rotated)
+    response = redirect(request, f"/webhooks/{eid}#new-secret", "Signing secret rotated.")
+    reveal(request, response, f"{ROTATE}:{eid}", rotated)
+    return response
 
 
 @router.get("/webhooks/{endpoint_id}/delete")
