@@ -31,6 +31,7 @@ from proxyplane.core.errors import (
 from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.domains.wallet.service import DEBITED_CENTS
+from proxyplane.observability.metrics import observed
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
 
@@ -202,6 +203,7 @@ def check_guards(
         )
 
 
+@observed  # requests and latency per operation, channel and outcome (observability/metrics.py)
 async def invoke(
     platform: Platform,
     op: Operation,

@@ -128,6 +128,9 @@ def health_routes(platform: Platform) -> list[Route]:
 
 def install(app: Any, platform: Platform, settings: ObservabilitySettings | None = None) -> None:
     """The request-id/metrics middleware, and /metrics, /livez, /readyz ahead of every other route."""
+    if getattr(app.state, "observability", False):
+        return
+    app.state.observability = True
     settings = settings or ObservabilitySettings()
     app.add_middleware(RequestMiddleware)
     if settings.metrics_on_api:
