@@ -106,3 +106,9 @@ def error_responses(op: Operation) -> dict[int | str, dict[str, Any]]:
         status: {"model": ErrorResponse, "description": DESCRIPTIONS.get(status, "error")}
         for status in error_statuses(op)
     }
+
+
+def optional_security(op: Operation) -> dict[str, Any] | None:
+    """A key-optional operation lists the empty requirement too (FastAPI's list gets `{}` appended), so a
+    client (and a fuzzer) knows that a call without `Authorization` is valid."""
+    return {"security": [{}]} if op.auth == Auth.OPTIONAL else None

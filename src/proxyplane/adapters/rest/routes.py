@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from proxyplane.adapters.rest.openapi import error_responses
+from proxyplane.adapters.rest.openapi import error_responses, optional_security
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
 from proxyplane.ops import Auth, Caller, Operation, invoke
@@ -77,7 +77,9 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
     assert op.input is not None or not fields
     for name in path_names:
         info = op.input.model_fields[name] if op.input else None
-        ann = info.annotation if info else str
+        ann: Any = info.annotation if info else str
+        if info and info.metadata:  # the field's constraints (pattern, lengths) reach the path parameter
+            ann = Annotated[ann, *info.metadata]
         params.append(
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[ann, Path()])
         )
@@ -133,6 +135,7 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
         status_code=op.status_code,
         tags=list(op.tags),
         responses=error_responses(op),
+        openapi_extra=optional_security(op),
         **{"response_model": op.output, **extra},
     )
 

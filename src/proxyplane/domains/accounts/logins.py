@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
@@ -84,7 +85,7 @@ async def change_password(session: AsyncSession, customer_id: int, current: str,
 
 
 class LoginHistoryQuery(BaseModel):
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=200)
 
 

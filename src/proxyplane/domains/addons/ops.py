@@ -8,9 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import CENTS_MAX, documented
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.addons import service as addons
+from proxyplane.domains.pricing import ADDON_KINDS
 from proxyplane.domains.services import service as services
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.ops import Context, Effect, Operation, register
@@ -22,7 +24,10 @@ class ServiceRef(BaseModel):
 
 
 class OfferOut(BaseModel):
-    addon_type: str = Field(description="udp, extra_whitelist_slots or extra_connections")
+    addon_type: str = Field(
+        description="udp, extra_whitelist_slots or extra_connections",
+        json_schema_extra=documented(enum=list(ADDON_KINDS)),
+    )
     name: str
     per: str = Field(description="ip: priced per IP of the service; unit: per unit of unit_size")
     unit_size: int
@@ -61,9 +66,14 @@ class AddonList(BaseModel):
 class PurchaseIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    addon_type: str = Field(description="udp, extra_whitelist_slots or extra_connections")
+    addon_type: str = Field(
+        description="udp, extra_whitelist_slots or extra_connections",
+        json_schema_extra=documented(enum=list(ADDON_KINDS)),
+    )
     quantity: int = Field(default=1, ge=1, le=1000, description="units (udp: always 1)")
-    expected_price_cents: int = Field(ge=0, description="the price you accept; a different price -> 409")
+    expected_price_cents: int = Field(
+        ge=0, le=CENTS_MAX, description="the price you accept; a different price -> 409"
+    )
     idempotency_key: str = Field(min_length=1, max_length=200)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from proxyplane.core.bounds import CENTS_MAX
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.apikeys import caps, service
 from proxyplane.ops import Context, Effect, Operation, register
@@ -40,10 +41,16 @@ class ApiKeyCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     scopes: list[Scope] = Field(min_length=1, description="explicit scopes the new key holds")
     spend_limit_daily_cents: int | None = Field(
-        default=None, ge=0, description="optional cap: most this key may charge to the wallet per UTC day"
+        default=None,
+        ge=0,
+        le=CENTS_MAX,
+        description="optional cap: most this key may charge to the wallet per UTC day",
     )
     spend_limit_total_cents: int | None = Field(
-        default=None, ge=0, description="optional cap: most this key may charge to the wallet in total"
+        default=None,
+        ge=0,
+        le=CENTS_MAX,
+        description="optional cap: most this key may charge to the wallet in total",
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
@@ -20,7 +21,7 @@ from proxyplane.storage.models import CatalogProduct
 
 
 class PageQuery(BaseModel):
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=100)
 
 

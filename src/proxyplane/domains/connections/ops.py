@@ -6,6 +6,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.connections import service as connections
 from proxyplane.domains.services import service as services
@@ -20,10 +21,16 @@ class LimitIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
     max_connections: int | None = Field(
-        default=None, ge=1, description="limit for the whole service; omit both fields to use the plan's"
+        default=None,
+        ge=1,
+        le=INT32_MAX,
+        description="limit for the whole service; omit both fields to use the plan's",
     )
     connections_per_ip: int | None = Field(
-        default=None, ge=1, description="limit per IP; the service's limit becomes this x its IP count"
+        default=None,
+        ge=1,
+        le=INT32_MAX,
+        description="limit per IP; the service's limit becomes this x its IP count",
     )
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.wallet.deposits import on_deposit_settled
@@ -54,7 +55,7 @@ class InvoiceOut(BaseModel):
 
 
 class InvoiceQuery(BaseModel):
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=200)
     service_id: uuid.UUID | None = Field(default=None, description="only this service's invoices")
 

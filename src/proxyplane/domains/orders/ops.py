@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import documented
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
@@ -123,7 +124,7 @@ async def post_auto_plan(ctx: Context, data: AutoPlanIn) -> AutoPlanOut:
 class QuoteIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     product_kind: str = Field(description="proxy_datacenter, proxy_isp or proxy_personal")
-    period_months: int = Field(description="1, 3, 6 or 12")
+    period_months: int = Field(description="1, 3, 6 or 12", json_schema_extra=documented(enum=[1, 3, 6, 12]))
     segments: list[SegmentIn] = Field(min_length=1, max_length=300)
     geo_source: str = "maxmind"
 

@@ -6,6 +6,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import IPV4, documented
 from proxyplane.core.errors import Conflict, ValidationFailed, declares
 from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
 from proxyplane.core.rotating_gateway import rotating_gateway
@@ -52,7 +53,11 @@ class AuthIn(BaseModel):
         max_length=200,
         description="required with rotate_password: a repeat with the same key does not rotate again",
     )
-    login: str | None = Field(default=None, description="new login: 3-32 of a-z, 0-9, _")
+    login: str | None = Field(
+        default=None,
+        description="new login: 3-32 of a-z, 0-9, _",
+        json_schema_extra=documented(pattern="^[a-z0-9_]{3,32}$"),
+    )
 
 
 class CredentialsOut(BaseModel):
@@ -78,15 +83,21 @@ class ConfigOut(BaseModel):
 class WhitelistIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    ip: str = Field(description="one IPv4 address (no CIDR)")
+    ip: str = Field(description="one IPv4 address (no CIDR)", json_schema_extra=IPV4)
 
 
 class WhitelistDeleteIn(BaseModel):
     service_id: uuid.UUID
     ip_or_cidr: str | None = Field(
-        default=None, description="the IPv4 address to remove (CIDR is refused with 422); or send `ip`"
+        default=None,
+        description="the IPv4 address to remove (CIDR is refused with 422); or send `ip`",
+        json_schema_extra=IPV4,
     )
-    ip: str | None = Field(default=None, description="the same as ip_or_cidr (the name whitelist add uses)")
+    ip: str | None = Field(
+        default=None,
+        description="the same as ip_or_cidr (the name whitelist add uses)",
+        json_schema_extra=IPV4,
+    )
 
     def address(self) -> str:
         if self.ip_or_cidr is None and self.ip is None:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import IPV4, documented
 from proxyplane.core.errors import Conflict, declares
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.proxy.ops import BASE, READ, WRITE, ServiceRef, owned
@@ -45,7 +46,9 @@ class ModeIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
     mode: Literal["rotating", "sticky", "pinned"]
-    pin: str | None = Field(default=None, description="exit IP; required for pinned, refused otherwise")
+    pin: str | None = Field(
+        default=None, description="exit IP; required for pinned, refused otherwise", json_schema_extra=IPV4
+    )
 
 
 class ModeOut(BaseModel):
@@ -58,7 +61,9 @@ class ModeOut(BaseModel):
 class TtlIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    ttl_minutes: int = Field(description="1, 2, 3, 5, 10 or 15")
+    ttl_minutes: int = Field(
+        description="1, 2, 3, 5, 10 or 15", json_schema_extra=documented(enum=[1, 2, 3, 5, 10, 15])
+    )
 
 
 def session_out(row: StickyRow) -> StickySessionOut:

@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.clock import utcnow
-from proxyplane.core.errors import MissingScope
+from proxyplane.core.errors import Conflict, MissingScope, declares
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.renewals import service as renewals
 from proxyplane.domains.services import service as services
@@ -73,6 +73,7 @@ async def resume_service(ctx: Context, data: ResumeIn) -> ResumeOut:
 
 AUTO_RENEW = Operation(
     name="set_auto_renew",
+    extra=declares(Conflict),
     summary="Turn auto-renewal on or off (on needs wallet:spend: renewals are paid from the wallet).",
     method="PUT",
     path="/customer/services/{service_id}/auto-renew",

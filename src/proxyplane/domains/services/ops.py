@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import INT32_MAX, documented
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
@@ -21,7 +22,7 @@ from proxyplane.storage.models import Service
 
 
 class PageQuery(BaseModel):
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=100)
 
 
@@ -39,7 +40,7 @@ class ServiceRef(BaseModel):
 class RenewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    period_months: int = Field(description="1, 3, 6 or 12")
+    period_months: int = Field(description="1, 3, 6 or 12", json_schema_extra=documented(enum=[1, 3, 6, 12]))
     idempotency_key: str = Field(min_length=1, max_length=200)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.tickets import service
 from proxyplane.ops import Context, Effect, Operation, register
@@ -43,7 +44,7 @@ class TicketPage(BaseModel):
 
 class TicketQuery(BaseModel):
     status: str | None = Field(default=None, pattern="^(open|answered|closed)$")
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=100)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import CENTS_MAX, INT32_MAX
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.wallet import deposits, service
@@ -20,7 +21,7 @@ class Balance(BaseModel):
 
 
 class LedgerQuery(BaseModel):
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=200)
 
 
@@ -59,7 +60,7 @@ class PaymentMethods(BaseModel):
 
 class DepositInit(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    amount_cents: int = Field(gt=0, description="amount to add to the wallet, in cents")
+    amount_cents: int = Field(gt=0, le=CENTS_MAX, description="amount to add to the wallet, in cents")
     payment_method: str = Field(min_length=1, max_length=40)
     idempotency_key: str = Field(min_length=1, max_length=200)
 

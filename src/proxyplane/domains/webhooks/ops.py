@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.errors import Conflict, declares
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.events.catalogue import describe
@@ -81,7 +82,7 @@ class Message(BaseModel):
 class DeliveryQuery(BaseModel):
     endpoint_id: uuid.UUID
     status: str | None = Field(default=None, pattern="^(pending|sending|succeeded|failed)$")
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=200)
 
 
