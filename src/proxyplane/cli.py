@@ -128,3 +128,6 @@ from proxyplane import gateway_cli  # noqa: E402,F401  (proxyplane gateway)
 
 # isort: split
 from proxyplane import renewals_cli  # noqa: E402,F401  (proxyplane renewals)
+
+# isort: split
+from proxyplane import doctor_cli  # noqa: E402,F401  (proxyplane doctor)
