@@ -18,6 +18,7 @@ from proxyplane.adapters.web.base import WebRoute, call, form, money, redirect, 
 from proxyplane.adapters.web.charts import usage_chart
 from proxyplane.adapters.web.forms import forget_reveal, reveal, take_reveal
 from proxyplane.adapters.web.money_pages import int_param, unpaid_orders
+from proxyplane.adapters.web.rotating import rotating_view
 from proxyplane.adapters.web.service_extras import extras, optional
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, NotFound
@@ -69,6 +70,10 @@ async def service_page(
     span = {"service_id": sid, "start": (end - WINDOWS[window]).isoformat(), "end": end.isoformat()}
     series = await optional(request, "get_usage_series", span)
     pending = svc.status == "pending"  # an order not paid yet: no endpoints to show (issue 22.1)
+    config = None if pending else await optional(request, "get_proxy_config", ref)
+    rotating: dict[str, Any] = {"plan_use": None, "proxy_lines": []}
+    if svc.product_kind == "proxy_rotating" and not pending:
+        rotating = await rotating_view(request, svc, config)
     return render(
         request,
         "service.html",
@@ -76,7 +81,8 @@ async def service_page(
         svc=svc,
         unpaid=await this_unpaid(request, svc.service_id) if pending else None,
         endpoints=None if pending else await optional(request, "get_proxy_ips", ref),
-        config=None if pending else await optional(request, "get_proxy_config", ref),
+        config=config,
+        **rotating,
         whitelist=await optional(request, "get_proxy_whitelist", ref),
         usage=await optional(request, "get_service_usage", span),
         chart=usage_chart(series.points if series else [], end - WINDOWS[window], end),
