@@ -67,7 +67,7 @@ async def platform(settings: Settings) -> AsyncIterator[Platform]:
 
 @pytest.fixture
 async def client(platform: Platform) -> AsyncIterator[httpx.AsyncClient]:
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     app = create_app(platform)
     transport = httpx.ASGITransport(app=app, client=("127.0.0.9", 50000))

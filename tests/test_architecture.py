@@ -61,3 +61,17 @@ def test_migrations_have_one_head() -> None:
 
     heads = ScriptDirectory.from_config(alembic_config("sqlite+aiosqlite:///unused.db")).get_heads()
     assert len(heads) == 1, heads
+
+
+def test_no_adapter_imports_another_adapter() -> None:
+    """Each door stands alone; they meet only in the composition root (`proxyplane/app.py`)."""
+    root = SRC / "adapters"
+    bad = []
+    for p in sorted(root.rglob("*.py")):
+        own = p.relative_to(root).parts[0]
+        for m in imports(p):
+            parts = m.split(".")
+            if parts[:2] == ["proxyplane", "adapters"] and len(parts) > 2 and parts[2] != own:
+                bad.append((p.relative_to(SRC), m))
+    assert bad == []
+    assert files("adapters", "rest"), "the REST adapter exists"

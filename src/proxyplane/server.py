@@ -15,7 +15,7 @@ from proxyplane.storage.migrate import upgrade
 def serve_all(settings: Settings) -> None:
     asyncio.run(upgrade(settings.resolved_database_url()))
     asyncio.run(_seed_if_empty(settings.resolved_database_url()))
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     platform = Platform(settings)
     from proxyplane.adapters.legacy.server import legacy_parts

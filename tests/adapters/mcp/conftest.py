@@ -22,7 +22,7 @@ MCP_URL = "http://127.0.0.1/api/v1/mcp"
 
 @pytest.fixture
 async def app(platform: Platform) -> AsyncIterator[FastAPI]:
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     application = create_app(platform)
     async with application.router.lifespan_context(application):

@@ -41,7 +41,7 @@ MIX = {
 
 @contextlib.asynccontextmanager
 async def serve(platform: Platform) -> AsyncIterator[str]:
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

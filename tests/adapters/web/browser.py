@@ -30,7 +30,7 @@ CHROMIUM_ARGS = [
 def serve(database_url: str, home: Path, gateway: bool = False) -> Iterator[str]:
     """Yield the base URL of a running control plane; stop it afterwards. With `gateway`, a gateway node
     runs in the same process as `proxyplane serve` runs it (ports from PROXYPLANE_GATEWAY_*)."""
-    from proxyplane.adapters.rest.app import create_app
+    from proxyplane.app import create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -9,7 +9,7 @@ import uuid
 from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse
 
-from proxyplane.adapters.rest.payments import process_event
+from proxyplane.payment_events import process_event
 from proxyplane.platform import Platform
 from proxyplane.processors.testpay import TestProcessor
 from proxyplane.storage.models import Deposit

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from proxyplane.adapters.rest.errors import error_response
-from proxyplane.domains.wallet.deposits import apply_payment_event
+from proxyplane.payment_events import process_event
 from proxyplane.platform import Platform
 
 
@@ -28,18 +28,3 @@ def payments_router(platform: Platform) -> APIRouter:
         return JSONResponse(await process_event(platform, event))
 
     return router
-
-
-async def process_event(platform: Platform, event: object) -> dict[str, object]:
-    async with platform.db.unit_of_work(write=True) as uow:
-        try:
-            deposit = await apply_payment_event(uow.session, event)  # type: ignore[arg-type]
-        except ValueError as exc:
-            return {"received": True, "applied": False, "error": str(exc)}
-        changed = list(uow.session.info.pop("entitlements_changed", []))
-        await uow.commit()
-    for service_id in changed:
-        platform.emit("entitlements_changed", service_id)
-    if deposit is None:
-        return {"received": True, "applied": False, "error": "unknown deposit"}
-    return {"received": True, "applied": True, "deposit_id": str(deposit.id), "status": deposit.status}
