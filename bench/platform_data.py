@@ -45,6 +45,7 @@ from proxyplane.core.settings import Settings  # noqa: E402
 from proxyplane.domains.invoices import service as invoices  # noqa: E402
 from proxyplane.domains.services import service as services  # noqa: E402
 from proxyplane.domains.stock import bulk  # noqa: E402
+from proxyplane.domains.stock import service as stock  # noqa: E402
 from proxyplane.domains.usage import service as usage  # noqa: E402
 from proxyplane.domains.wallet import service as wallet  # noqa: E402
 from proxyplane.storage.engine import Database  # noqa: E402
@@ -78,7 +79,7 @@ SIZES: dict[str, dict[str, int]] = {
     },
 }
 BASE = datetime(2026, 9, 1, tzinfo=UTC)  # first minute of the generated usage
-IMPORT_TARGET, USAGE_TARGET_MS, LIST_TARGET_MS = 50_000, 50.0, 20.0
+IMPORT_TARGET, USAGE_TARGET_MS, LIST_TARGET_MS, QUOTE_TARGET_MS = 50_000, 50.0, 20.0, 5.0
 
 
 def _backfill_sql() -> Callable[..., list[str]]:
@@ -143,14 +144,40 @@ async def settle(db: Database, tables: tuple[str, ...]) -> None:
 # --- stock ----------------------------------------------------------------------------------------
 
 
-async def import_rate(db: Database, first: int, count: int) -> tuple[float, int]:
-    """(IPs/s, IPs added) importing `count` addresses from `first` in one transaction."""
-    t0 = time.perf_counter()
+async def import_rate(db: Database, first: int, count: int) -> tuple[float, int, float]:
+    """(IPs/s, IPs added, CPU µs per IP: this process + the PostgreSQL backend) importing `count`
+    addresses from `first` in one transaction."""
+    t0, c0 = time.perf_counter(), time.process_time()
     async with db.unit_of_work() as uow:
+        pid = 0 if db.is_sqlite else int(await uow.session.scalar(text("SELECT pg_backend_pid()")) or 0)
+        s0 = _backend_ms(pid)
         rows = bulk.range_rows(first, first + count - 1, "KZ", "KZ")
         result = await bulk.import_rows(uow.session, "proxy_isp", rows)
         await uow.commit()
-    return count / (time.perf_counter() - t0), result.added
+        server = _backend_ms(pid) - s0
+    cpu_ms = (time.process_time() - c0) * 1000 + server
+    return count / (time.perf_counter() - t0), result.added, cpu_ms * 1000 / count
+
+
+def _rate(rate: float, added: int, cpu_us: float) -> str:
+    return f"{rate:,.0f} IPs/s, CPU {cpu_us:.1f} µs/IP ({added:,} new)"
+
+
+async def quote_rows(db: Database, size: dict[str, int], country: str, free: int) -> list[Row]:
+    """What a quote's stock check costs in a country with `free` IPs on sale: the capped count a quote
+    runs (`availability` with {country: wanted}) beside the full count (the countries endpoint's)."""
+    out: list[Row] = []
+    for label, wanted in (("quote stock check, 10 IPs", {country: 10}), ("full count (countries)", None)):
+
+        async def check(session: Any, wanted: dict[str, int] | None = wanted) -> None:
+            got = await stock.availability(session, "proxy_isp", "maxmind", wanted or [country])
+            assert got[country] == (10 if wanted else free)
+
+        ms = await p50_ms(db, size["repeat"], check)
+        target = f"< {QUOTE_TARGET_MS:.0f} ms (quote p50 was 10.9)" if wanted else "-"
+        out.append((f"{label} in a country with {free:,} free IPs", str(ms), target,
+                    ms < QUOTE_TARGET_MS or not wanted))
+    return out
 
 
 async def stock_rows(db: Database, size: dict[str, int]) -> list[Row]:
@@ -160,29 +187,33 @@ async def stock_rows(db: Database, size: dict[str, int]) -> list[Row]:
     first = (127 << 24) | (200 << 16) | 1  # 127.200.0.1 .. : hosts of a /16 (or smaller)
     out: list[Row] = []
     try:
-        rate, added = await import_rate(db, first, n)
+        rate, added, cpu = await import_rate(db, first, n)
         full = size["range_bits"] >= 16  # the target is set for a /16; a small range is all overhead
         out.append(
             (
                 f"import a /{32 - size['range_bits']} ({n:,} IPs)",
-                f"{rate:,.0f} IPs/s ({added:,} new)",
+                _rate(rate, added, cpu),
                 f">= {IMPORT_TARGET:,} IPs/s" if full else "- (set for a /16)",
                 rate >= IMPORT_TARGET or not full,
             )
         )
         if size["million"]:
             start = (127 << 24) | (201 << 16)  # 127.201.0.0 .. 127.216.66.63
-            rate, added = await import_rate(db, start, size["million"])
+            rate, added, cpu = await import_rate(db, start, size["million"])
             async with db.unit_of_work(write=False) as uow:
-                stock = int(await uow.session.scalar(select(func.count()).select_from(StockIp)) or 0)
+                in_stock = int(await uow.session.scalar(select(func.count()).select_from(StockIp)) or 0)
             out.append(
                 (
-                    f"import 1,000,000 IPs (stock after: {stock:,})",
-                    f"{rate:,.0f} IPs/s ({added:,} new)",
+                    f"import 1,000,000 IPs (stock after: {in_stock:,})",
+                    _rate(rate, added, cpu),
                     f">= {IMPORT_TARGET:,} IPs/s",
                     rate >= IMPORT_TARGET,
                 )
             )
+        await settle(db, ("stock_ips",))
+        async with db.unit_of_work(write=False) as uow:
+            free = await stock.availability(uow.session, "proxy_isp", "maxmind", ["KZ"])
+        out += await quote_rows(db, size, "KZ", free.get("KZ", 0))
     finally:
         async with db.unit_of_work() as uow:  # leave the stock as it was
             await uow.session.execute(
@@ -411,14 +442,22 @@ async def list_rows(db: Database, size: dict[str, int]) -> list[Row]:
     return out
 
 
-async def measure(database_url: str, size: str) -> list[Row]:
-    """(figure, measured, target, ok) rows for issue 15 points 2-4 on this database."""
+PARTS = ("stock", "usage", "lists")
+
+
+async def measure(database_url: str, size: str, parts: tuple[str, ...] = PARTS) -> list[Row]:
+    """(figure, measured, target, ok) rows for issue 15 points 2-4 on this database (stock includes
+    the quote's stock check on the imported stock)."""
     url = Settings(database_url=database_url).resolved_database_url()
     await upgrade(url)
     db = Database(url)
     try:
         s = SIZES[size]
-        return [*await stock_rows(db, s), *await usage_rows(db, s), *await list_rows(db, s)]
+        out: list[Row] = []
+        for name, part in (("stock", stock_rows), ("usage", usage_rows), ("lists", list_rows)):
+            if name in parts:
+                out += await part(db, s)
+        return out
     finally:
         await db.dispose()
 
@@ -427,8 +466,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", required=True, help="database URL (sqlite:///... or postgresql://...)")
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     args = parser.parse_args()
-    rows = asyncio.run(measure(args.db, args.size))
+    rows = asyncio.run(measure(args.db, args.size, tuple(args.parts.split(","))))
     print(f"| figure ({args.size}, {args.db.split(':')[0]}) | measured | target | ok |\n|---|---|---|---|")
     for figure, measured, target, ok in rows:
         print(f"| {figure} | {measured} | {target} | {'yes' if ok else 'NO'} |")

@@ -162,6 +162,35 @@ async def _stage(conn: AsyncConnection, postgres: bool, chunk: list[Row]) -> Non
         await conn.exec_driver_sql(f"INSERT INTO {STAGING} VALUES (?, ?, ?)", chunk)
 
 
+COLUMNS = ["address", "product_kind", "country_maxmind", "country_ripe", "capacity", "assigned_count", "port",
+           "created_at"]
+
+
+async def _copy_if_new(
+    conn: AsyncConnection, chunk: list[Row], pool: str, cap: int, port: int | None, now: Any
+) -> bool:
+    """PostgreSQL: COPY the chunk straight into stock_ips (the common case of a new range), under a
+    savepoint. When an address is in stock already (or a concurrent import just added it) the COPY fails
+    on the unique index at that row; the savepoint is rolled back and the chunk goes the staging way
+    (False). No existence check first: its plan depends on statistics that a big import makes stale
+    (a seq scan per chunk), while the unique index is always there."""
+    driver: Any = (await conn.get_raw_connection()).driver_connection
+    await driver.execute("SAVEPOINT pp_stock_copy")
+    try:
+        await driver.copy_records_to_table(
+            "stock_ips",
+            records=[(address, pool, mm, ripe, cap, 0, port, now) for address, mm, ripe in chunk],
+            columns=COLUMNS,
+        )
+    except Exception as exc:  # asyncpg's UniqueViolationError: a concurrent import won the race
+        if getattr(exc, "sqlstate", None) != "23505":
+            raise
+        await driver.execute("ROLLBACK TO SAVEPOINT pp_stock_copy")
+        return False
+    await driver.execute("RELEASE SAVEPOINT pp_stock_copy")
+    return True
+
+
 REACTIVATE = f"""
 UPDATE stock_ips SET retired_at = NULL, product_kind = :pool, capacity = :cap, port = :port,
     country_maxmind = t.country_maxmind, country_ripe = t.country_ripe
@@ -203,7 +232,8 @@ async def import_rows(
     conn = await session.connection()
     postgres = conn.dialect.name == "postgresql"
     params = {"pool": product_kind, "cap": cap, "port": port}
-    insert = text(INSERT).bindparams(bindparam("now", utcnow(), type_=UTCDateTime()))
+    now = utcnow()
+    insert = text(INSERT).bindparams(bindparam("now", now, type_=UTCDateTime()))
     temp = "TEMPORARY TABLE" if postgres else "TEMP TABLE"
     await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {STAGING}")
     await conn.exec_driver_sql(
@@ -216,7 +246,11 @@ async def import_rows(
     seen: set[str] = set()
     for chunk, consumed in _chunks(rows, seen):
         skipped += consumed - len(chunk)  # repeated in the input
-        if chunk:
+        if chunk and postgres and await _copy_if_new(conn, chunk, product_kind, cap, port, now):
+            statements += 3
+            added += len(chunk)
+        elif chunk:
+            statements += 3 if postgres else 0  # the savepoint, the COPY that failed, the rollback
             await _stage(conn, postgres, chunk)
             back = (await conn.execute(text(REACTIVATE), params)).rowcount if reactivate else 0
             new = (await conn.execute(insert, params)).rowcount
