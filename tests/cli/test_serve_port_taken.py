@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from proxyplane.core.gateway_settings import GatewaySettings
+from proxyplane.core.listen_check import planned
 from proxyplane.core.settings import Settings
-from proxyplane.listen_check import planned
 
 
 @pytest.fixture

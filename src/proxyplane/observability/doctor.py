@@ -138,8 +138,8 @@ async def check_exit_ips(db: Database, gateway: bool) -> list[Finding]:
 
 
 def check_ports(settings: Settings, gw: GatewaySettings) -> list[Finding]:
-    from proxyplane import listen_check
     from proxyplane.adapters.legacy import legacy_port
+    from proxyplane.core import listen_check
 
     planned = listen_check.planned(settings, gw, legacy_port())
     problems = []

@@ -47,7 +47,7 @@ def serve(database_url: str, home: Path, gateway: bool = False) -> Iterator[str]
     platform = Platform(settings, Database(settings.resolved_database_url()))
     parts: list[object] = []
     if gateway:
-        from proxyplane.gateway_cli import gateway_part
+        from proxyplane.cli.gateway import gateway_part
 
         parts.append(gateway_part(platform))
     config = uvicorn.Config(create_app(platform, lifespan_parts=parts), log_level="warning", lifespan="on")

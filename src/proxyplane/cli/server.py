@@ -19,7 +19,7 @@ def serve_all(settings: Settings) -> None:
 
     platform = Platform(settings)
     from proxyplane.adapters.legacy.server import legacy_parts
-    from proxyplane.gateway_cli import gateway_part
+    from proxyplane.cli.gateway import gateway_part
 
     parts = [*_jobs(platform), gateway_part(platform), *legacy_parts(platform)]
     app = create_app(platform, lifespan_parts=parts)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from proxyplane.cli import main, run
+from proxyplane.cli.common import run
 from proxyplane.core.settings import get_settings
 
 
-@main.command()
+@click.command()
 def worker() -> None:
     """Deliver webhooks from the outbox until stopped (SIGINT/SIGTERM). Safe to run several copies:
     rows are claimed with SKIP LOCKED on PostgreSQL. Set PROXYPLANE_WORKER_IN_SERVE=false on the API

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from proxyplane.cli import echo_json, main, run
+from proxyplane.cli.common import echo_json, run
 from proxyplane.core.settings import get_settings
 
 
-@main.command()
+@click.command()
 @click.option("--interval", default=60.0, show_default=True, help="seconds between passes")
 @click.option("--once", is_flag=True, help="run one pass, print what it did, exit")
 def renewals(interval: float, once: bool) -> None:

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 
 import click
 
-from proxyplane.cli import main
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.core.settings import get_settings
@@ -115,7 +114,7 @@ def run_workers(workers: int) -> int:
     return Supervisor(shared, worker, status_path=settings.home / "gateway-workers.json", grace=grace).run()
 
 
-@main.command()
+@click.command()
 @click.option(
     "--workers",
     type=int,

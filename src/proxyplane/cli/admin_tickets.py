@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from proxyplane.cli import admin, admin_call, echo_json, fail
+from proxyplane.cli.admin import admin
+from proxyplane.cli.common import admin_call, echo_json, fail
 from proxyplane.domains.accounts import service as accounts
 from proxyplane.domains.tickets import service as tickets
 from proxyplane.storage.models import Ticket

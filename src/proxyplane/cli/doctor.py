@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from proxyplane.cli import main, run
+from proxyplane.cli.common import run
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.settings import get_settings
 
 
-@main.command()
+@click.command()
 @click.option(
     "--gateway",
     is_flag=True,

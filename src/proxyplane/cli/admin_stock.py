@@ -13,7 +13,8 @@ from typing import Any
 import click
 from sqlalchemy import select
 
-from proxyplane.cli import admin, admin_call, echo_json, fail
+from proxyplane.cli.admin import admin
+from proxyplane.cli.common import admin_call, echo_json, fail
 from proxyplane.domains.pricing import pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
 from proxyplane.domains.services.service import expire_due

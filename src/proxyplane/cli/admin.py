@@ -6,11 +6,16 @@ from typing import Any
 
 import click
 
-from proxyplane.cli import admin, admin_call, echo_json, fail
+from proxyplane.cli.common import admin_call, echo_json, fail
 from proxyplane.core.scopes import parse_scopes
 from proxyplane.domains.accounts import service as accounts
 from proxyplane.domains.apikeys import service as apikeys
 from proxyplane.domains.wallet import service as wallet
+
+
+@click.group()
+def admin() -> None:
+    """Operator commands: customers, keys, wallets, KYC, partner discounts."""
 
 
 def customer_json(c: Any) -> dict[str, Any]:
