@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import ssl
 import time
@@ -95,6 +96,15 @@ class Gateway:
         return HttpProxyConnection(self.ctx, static, False)
 
     async def _listen(self, host: str, port: int, kind: str, static: bool) -> asyncio.Server | Listener:
+        """A listener on ``host:port``; a port taken or not permitted raises PortTaken (one line)."""
+        try:
+            return await self._bind(host, port, kind, static)
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                raise PortTaken(host, port, kind, static, exc.errno) from None
+            raise
+
+    async def _bind(self, host: str, port: int, kind: str, static: bool) -> asyncio.Server | Listener:
         if self.tunnels is not None and kind != "https":
             return self.tunnels.listen(host, port, kind, static, self.config.backlog)
         loop = asyncio.get_running_loop()
@@ -189,7 +199,7 @@ class Gateway:
             for kind, port in ports:
                 try:
                     servers[kind] = await self._listen(host, port, kind, True)
-                except OSError as exc:
+                except OSError as exc:  # an address family the host lacks (taken ports: PortTaken)
                     log.warning("static %s listener on %s port %s not opened: %s", kind, host, port, exc)
             if servers:
                 self._static_servers[host] = servers
@@ -242,6 +252,24 @@ class Gateway:
         for server in servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 1.0)
+
+
+class PortTaken(SystemExit):
+    """A gateway port already in use (or not permitted) at start: one line naming the address and the
+    setting that moves it, and the process exits (status 1) instead of printing a traceback (issue 22.7).
+    A SystemExit so that ``proxyplane gateway`` needs no handler of its own."""
+
+    def __init__(self, host: str, port: int, kind: str, static: bool, code: int) -> None:
+        setting = f"PROXYPLANE_GATEWAY_{'STATIC_' if static else ''}{kind.upper()}_PORT"
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if code == errno.EADDRINUSE:
+            text = (f"error: {where} is already in use ({setting}): stop the program holding it "
+                    f"or set {setting} to a free port")
+        else:
+            text = (f"error: cannot listen on {where} ({setting}): permission denied; "
+                    f"set {setting} to a port above 1023")
+        super().__init__(text)
+        self.setting, self.address = setting, where
 
 
 def _ports(http: int | None, https: int | None, socks: int | None) -> list[tuple[str, int]]:

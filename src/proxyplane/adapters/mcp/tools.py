@@ -6,6 +6,7 @@ with a Caller from the same key check (channel "mcp"). Nothing here is written p
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 from typing import Any
@@ -172,6 +173,46 @@ def validation_result(exc: ValidationError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
+def arguments_message(tool: str, model: type[BaseModel], exc: ValidationError) -> str:
+    """A short answer to arguments that do not fit the tool (issue 22.7): the unknown names (with the
+    likely intended one), the missing required ones, other problems, and the fields the tool expects."""
+    fields = model.model_fields
+    unknown, missing, other = [], [], []
+    for e in exc.errors(include_url=False):
+        name = ".".join(str(p) for p in e["loc"]) or "arguments"
+        if e["type"] == "extra_forbidden":
+            guess = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.4)
+            unknown.append(f"{name} (did you mean {guess[0]}?)" if guess else name)
+        elif e["type"] == "missing":
+            missing.append(name)
+        else:
+            other.append(f"{name}: {e['msg']}")
+    parts = []
+    if unknown:
+        parts.append("unknown argument(s): " + ", ".join(unknown))
+    if missing:
+        parts.append("missing required: " + ", ".join(missing))
+    parts.extend(other)
+    expected = ", ".join(f"{n} (required)" if f.is_required() else n for n, f in fields.items()) or "none"
+    return f"validation_error: {tool}: {'; '.join(parts)}. Expected arguments: {expected}. Nothing was done."
+
+
+INVALID = "__invalid_arguments__"  # carries arguments_message from the validation to the tool body
+
+
+class ToolMetadata(FuncMetadata):
+    """The SDK's argument validation, except that arguments which do not fit reach the tool body as
+    {INVALID: arguments_message} (answered as an error result) instead of the SDK's raw validation dump."""
+
+    tool_name: str = ""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super().validate_arguments(arguments_to_validate)
+        except ValidationError as exc:
+            return {INVALID: arguments_message(self.tool_name, self.arg_model, exc)}
+
+
 def content_blocks(op: Operation, content: dict[str, Any]) -> list[ContentBlock]:
     """The JSON as text; a file result (`content_base64` + `content_type`, e.g. the invoice PDF) is also
     attached as an embedded resource, and its text leaves out the base64 (it would only repeat it)."""
@@ -216,6 +257,8 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
     forced = forced_arguments(op)
 
     async def run(mcp_context: MCPContext[Any, Any], **arguments: Any) -> CallToolResult:
+        if INVALID in arguments:
+            return CallToolResult(content=[TextContent(type="text", text=arguments[INVALID])], is_error=True)
         caller = caller_from(mcp_context)
         max_total = arguments.pop(MAX_TOTAL, None)
         data = None
@@ -234,7 +277,7 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         return CallToolResult(content=content_blocks(op, content), structured_content=content)
 
     run.__name__ = op.name
-    metadata = FuncMetadata(arg_model=args_model, output_model=out_model)
+    metadata = ToolMetadata(arg_model=args_model, output_model=out_model, tool_name=op.name)
     return Tool(
         fn=run,
         name=op.name,
