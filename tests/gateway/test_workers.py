@@ -53,6 +53,8 @@ def start_gateway(database_url: str, home: Path, port: int) -> subprocess.Popen[
         "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK": "true",
         "PROXYPLANE_GATEWAY_USAGE_FLUSH_SECONDS": "1",
         "PROXYPLANE_GATEWAY_LIMIT_REFRESH_SECONDS": "0.25",
+        # SIGTERM drains open tunnels this long (the test's echo server cannot answer while it waits)
+        "PROXYPLANE_GATEWAY_DRAIN_SECONDS": os.environ.get("PROXYPLANE_GATEWAY_DRAIN_SECONDS", "1"),
     }
     code = "from proxyplane.cli import main; main()"
     return subprocess.Popen(

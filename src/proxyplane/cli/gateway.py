@@ -127,7 +127,9 @@ def gateway(workers: int | None) -> None:
     PROXYPLANE_HOME/gateway-workers.json). Ports: PROXYPLANE_GATEWAY_* (see
     proxyplane.core.gateway_settings); loopback only."""
     from proxyplane.gateway.server import install_uvloop
+    from proxyplane.observability import logs
 
+    logs.from_env()  # PROXYPLANE_LOG_FORMAT=json: one JSON object per line, secrets redacted
     install_uvloop()
     count = default_workers() if workers is None else workers
     if count <= 0:

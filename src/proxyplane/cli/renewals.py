@@ -16,7 +16,9 @@ def renewals(interval: float, once: bool) -> None:
     grace period, expire the rest. Safe to run several copies at once. Set PROXYPLANE_RENEWALS_IN_SERVE=false
     on the API nodes when this runs separately."""
     from proxyplane.jobs.renewals import run_standalone
+    from proxyplane.observability import logs
 
+    logs.from_env()  # PROXYPLANE_LOG_FORMAT=json: one JSON object per line, secrets redacted
     report = run(run_standalone(get_settings(), interval, once))
     if report is not None:
         echo_json({k: [str(s) for s in v] for k, v in vars(report).items()})

@@ -14,6 +14,8 @@ def worker() -> None:
     rows are claimed with SKIP LOCKED on PostgreSQL. Set PROXYPLANE_WORKER_IN_SERVE=false on the API
     nodes when workers run separately."""
     from proxyplane.jobs.worker import run_worker
+    from proxyplane.observability import logs
 
+    logs.from_env()  # PROXYPLANE_LOG_FORMAT=json: one JSON object per line, secrets redacted
     click.echo("webhook worker running; Ctrl-C to stop", err=True)
     run(run_worker(get_settings()))

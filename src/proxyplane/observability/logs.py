@@ -108,3 +108,11 @@ def configure(
         logger.handlers.clear()
         logger.propagate = True
     return handler
+
+
+def from_env() -> logging.Handler:
+    """``configure`` from PROXYPLANE_LOG_FORMAT / PROXYPLANE_LOG_LEVEL (the long-running commands call it)."""
+    from .settings import ObservabilitySettings
+
+    settings = ObservabilitySettings()
+    return configure(settings.log_format, settings.log_level)
