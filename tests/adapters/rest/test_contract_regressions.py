@@ -66,6 +66,8 @@ async def test_an_undeclared_method_is_405_with_every_method_of_the_path(
     assert (r.status_code, r.headers.get("allow")) == (405, "GET")
     r = await client.delete(f"{API}/billing/services/{uuid.uuid4()}/addons/available", headers=bearer(key))
     assert (r.status_code, r.headers.get("allow")) == (405, "GET")
+    r = await client.request("OPTIONS", f"{API}/customer/webhooks/events", headers=bearer(key))
+    assert (r.status_code, r.headers.get("allow")) == (405, "GET")  # the literal path, not {endpoint_id}'s
     # a bad id where the path serves the method stays 422
     r = await client.delete(f"{API}/customer/webhooks/not-an-id", headers=bearer(key))
     assert r.status_code == 422
@@ -97,3 +99,16 @@ async def test_a_key_optional_operation_says_so(client: httpx.AsyncClient) -> No
     spec = await _spec(client)
     assert {} in spec["paths"][f"{API}/billing/composite/quote"]["post"]["security"]
     assert {} not in spec["paths"][f"{API}/customer/me"]["get"]["security"]
+
+
+async def test_booleans_are_not_numbers_and_strings_are_not_booleans(
+    client: httpx.AsyncClient, account: Account
+) -> None:
+    key = await account.key()
+    body = {"name": "b", "scopes": ["wallet:read"], "spend_limit_total_cents": False}
+    r = await client.post(f"{API}/customers/me/api-keys", json=body, headers=bearer(key))
+    assert r.status_code == 422, r.text
+    spec = await _spec(client)
+    countries = spec["paths"][f"{API}/billing/countries"]["get"]["parameters"]
+    geo = next(p for p in countries if p["name"] == "geo_source")
+    assert geo["schema"]["enum"] == ["maxmind", "ripe"]

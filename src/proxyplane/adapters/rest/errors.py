@@ -49,13 +49,11 @@ def path_methods(request: Request) -> set[str]:
         if re.fullmatch("[^/]+".join(re.escape(p) for p in parts), request.url.path):
             served_by.append((len(parts) - 1, {m.upper() for m in item if m in METHODS}))
     own = [params for params, methods in served_by if request.method in methods]
-    fewest = min(own) if own else len(request.url.path)
-    return {
-        m
-        for params, methods in served_by
-        if request.method not in methods and params < fewest
-        for m in methods
-    }
+    others = [(params, methods) for params, methods in served_by if request.method not in methods]
+    if own:  # the path serves the method through a parameter: only more literal paths shadow it
+        return {m for params, methods in others if params < min(own) for m in methods}
+    fewest = min((params for params, _ in others), default=0)  # the most literal path is the resource
+    return {m for params, methods in others if params == fewest for m in methods}
 
 
 def not_allowed(methods: set[str]) -> JSONResponse:

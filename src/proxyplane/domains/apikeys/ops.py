@@ -44,12 +44,14 @@ class ApiKeyCreate(BaseModel):
         default=None,
         ge=0,
         le=CENTS_MAX,
+        strict=True,  # false is not 0
         description="optional cap: most this key may charge to the wallet per UTC day",
     )
     spend_limit_total_cents: int | None = Field(
         default=None,
         ge=0,
         le=CENTS_MAX,
+        strict=True,  # false is not 0
         description="optional cap: most this key may charge to the wallet in total",
     )
 

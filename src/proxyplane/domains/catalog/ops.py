@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.errors import NotFound, declares
 from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
@@ -150,6 +151,7 @@ GET = Operation(
 )
 CREATE = Operation(
     name="create_service",
+    extra=declares(NotFound),  # an unknown product_id
     summary="Buy a catalog product from the wallet; the same product and parameters return the "
     "existing service without a second charge.",
     method="POST",

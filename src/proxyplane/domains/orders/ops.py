@@ -20,6 +20,7 @@ from proxyplane.domains.stock.autoplan import AutoPlanError, InsufficientStock, 
 from proxyplane.domains.stock.countries import country_name, numeric_id
 from proxyplane.domains.wallet.deposits import on_deposit_settled
 from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
 
 on_deposit_settled(orders.settle_order_deposit)
 
@@ -27,11 +28,17 @@ on_deposit_settled(orders.settle_order_deposit)
 # --- countries ------------------------------------------------------------------------------------
 
 
+GEO_ENUM = documented(enum=list(GEO_SOURCES))
+KIND_ENUM = documented(enum=list(POOL_KINDS))
+
+
 class CountriesQuery(BaseModel):
     product_kind: str = Field(
-        default="proxy_datacenter", description="proxy_datacenter, proxy_isp, proxy_personal"
+        default="proxy_datacenter",
+        description="proxy_datacenter, proxy_isp, proxy_personal",
+        json_schema_extra=KIND_ENUM,
     )
-    geo_source: str = Field(default="maxmind", description="maxmind or ripe")
+    geo_source: str = Field(default="maxmind", description="maxmind or ripe", json_schema_extra=GEO_ENUM)
 
 
 class CountryOut(BaseModel):
@@ -90,8 +97,8 @@ class AutoPlanIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     total_ips: int = Field(ge=1, le=100000, description="total IP count to spread")
     excluded_countries: list[str] = Field(default_factory=list)
-    product_kind: str = "proxy_datacenter"
-    geo_source: str = "maxmind"
+    product_kind: str = Field(default="proxy_datacenter", json_schema_extra=KIND_ENUM)
+    geo_source: str = Field(default="maxmind", json_schema_extra=GEO_ENUM)
 
 
 class AutoPlanOut(BaseModel):
@@ -123,10 +130,12 @@ async def post_auto_plan(ctx: Context, data: AutoPlanIn) -> AutoPlanOut:
 
 class QuoteIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    product_kind: str = Field(description="proxy_datacenter, proxy_isp or proxy_personal")
+    product_kind: str = Field(
+        description="proxy_datacenter, proxy_isp or proxy_personal", json_schema_extra=KIND_ENUM
+    )
     period_months: int = Field(description="1, 3, 6 or 12", json_schema_extra=documented(enum=[1, 3, 6, 12]))
     segments: list[SegmentIn] = Field(min_length=1, max_length=300)
-    geo_source: str = "maxmind"
+    geo_source: str = Field(default="maxmind", json_schema_extra=GEO_ENUM)
 
 
 class QuoteSegmentOut(BaseModel):

@@ -46,7 +46,7 @@ class AuthQuery(BaseModel):
 class AuthIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    rotate_password: bool = False
+    rotate_password: bool = Field(default=False, strict=True)  # "yes" is not true
     rotation_key: str | None = Field(
         default=None,
         min_length=1,
