@@ -75,3 +75,19 @@ def test_no_adapter_imports_another_adapter() -> None:
                 bad.append((p.relative_to(SRC), m))
     assert bad == []
     assert files("adapters", "rest"), "the REST adapter exists"
+
+
+def commits(path: Path) -> list[int]:
+    """Lines calling `.commit()` (a unit of work's or a session's)."""
+    return [
+        n.lineno
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "commit"
+    ]
+
+
+def test_domain_code_never_commits() -> None:
+    """Services never commit: `invoke()` commits an operation once; jobs own their own transactions."""
+    bad = [(p.relative_to(SRC), line) for p in files("domains") for line in commits(p)]
+    assert bad == []
+    assert any(commits(p) for p in files("jobs")), "the jobs commit their own transactions"

@@ -14,8 +14,10 @@ from datetime import datetime
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.settings import Settings
-from proxyplane.domains.renewals.service import PassReport, RenewalPolicy, run_pass
+from proxyplane.domains.renewals.service import RenewalPolicy
+from proxyplane.domains.renewals.steps import PassReport
 from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
+from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.observability import metrics
 from proxyplane.platform import Platform
 

@@ -15,8 +15,9 @@ from sqlalchemy import select
 from proxyplane.core.settings import Settings
 from proxyplane.domains.addons import service as addons
 from proxyplane.domains.ips import service as ips
-from proxyplane.domains.renewals.service import RenewalPolicy, run_pass
+from proxyplane.domains.renewals.service import RenewalPolicy
 from proxyplane.domains.services import service as services
+from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Event
 from tests.adapters.rest.growth_support import API, Bought, buy, load

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from proxyplane.domains.renewals.service import RenewalPolicy, run_pass
+from proxyplane.domains.renewals.service import RenewalPolicy
+from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Deposit
 from tests.adapters.rest.growth_support import API, assigned, balance

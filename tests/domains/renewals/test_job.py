@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from proxyplane.domains.pricing import DEFAULT_PRICEBOOKS
-from proxyplane.domains.renewals.service import RenewalPolicy, run_pass
+from proxyplane.domains.renewals.service import RenewalPolicy
 from proxyplane.domains.services.service import add_months, renewal_charge_cents
+from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.jobs.renewals import run_once
 from proxyplane.platform import Platform
 from tests.adapters.rest.growth_support import API, Bought, age, assigned, balance, buy, load, service

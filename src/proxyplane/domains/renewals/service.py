@@ -19,8 +19,7 @@ service.suspended, service.expiring_soon, service.expired.
 from __future__ import annotations
 
 import os
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
@@ -28,17 +27,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
-from proxyplane.core.errors import Conflict, InsufficientBalance
+from proxyplane.core.errors import Conflict
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.addons import service as addons
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
-from proxyplane.domains.orders.expiry import expire_checkouts
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.storage.engine import Database
 from proxyplane.storage.models import Event, Service
 from proxyplane.storage.models.billing import RenewalClaim
 
@@ -60,29 +57,6 @@ class RenewalPolicy:
             expiring_soon=timedelta(hours=float(os.environ.get("PROXYPLANE_EXPIRING_SOON_HOURS", "72"))),
             checkout_ttl=timedelta(minutes=float(os.environ.get("PROXYPLANE_CHECKOUT_TTL_MINUTES", "60"))),
         )
-
-
-@dataclass
-class PassReport:
-    renewed: list[uuid.UUID] = field(default_factory=list)
-    resumed: list[uuid.UUID] = field(default_factory=list)
-    suspended: list[uuid.UUID] = field(default_factory=list)
-    terminated: list[uuid.UUID] = field(default_factory=list)
-    expired: list[uuid.UUID] = field(default_factory=list)
-    expiring_soon: list[uuid.UUID] = field(default_factory=list)
-    checkouts_expired: list[uuid.UUID] = field(default_factory=list)  # unpaid orders cancelled
-    short: list[uuid.UUID] = field(default_factory=list)  # renewal tried, balance short, still in term
-
-    @property
-    def changed(self) -> list[uuid.UUID]:
-        return [
-            *self.renewed,
-            *self.resumed,
-            *self.suspended,
-            *self.terminated,
-            *self.expired,
-            *self.checkouts_expired,
-        ]
 
 
 async def term_lines(session: AsyncSession, svc: Service) -> tuple[list[invoices.Line], list[tuple]]:  # type: ignore[type-arg]
@@ -247,170 +221,6 @@ async def emitted_for_term(session: AsyncSession, svc: Service, event_type: str)
     )
     sid = str(svc.service_id)
     return any(d.get("service_id") == sid and d.get("current_period_end") == end for (d,) in rows.all())
-
-
-async def _locked(session: AsyncSession, number: int) -> Service | None:
-    """The service row, locked on PostgreSQL (SQLite writers are serialised by BEGIN IMMEDIATE), so two
-    workers deciding on a once-per-term event cannot both emit it."""
-    return (
-        await session.execute(select(Service).where(Service.number == number).with_for_update())
-    ).scalar_one_or_none()
-
-
-# --- the periodic pass ------------------------------------------------------------------------------
-
-
-async def _ids(db: Database, *cond: object) -> list[int]:
-    async with db.unit_of_work(write=False) as uow:
-        return list((await uow.session.execute(select(Service.number).where(*cond))).scalars())  # type: ignore[arg-type]
-
-
-async def run_pass(
-    db: Database, now: datetime | None = None, policy: RenewalPolicy | None = None
-) -> PassReport:
-    """One pass of the renewal job. Each service is handled in its own transaction; safe to run on
-    several workers at once (claims and conditional status changes decide who acts)."""
-    now = now or utcnow()
-    policy = policy or RenewalPolicy()
-    report = PassReport()
-    due = await _ids(
-        db,
-        Service.status == "active",
-        Service.auto_renew.is_(True),
-        Service.current_period_end <= now + policy.renew_before,
-    )
-    for number in due:
-        await _renew_one(db, number, now, policy, report)
-    suspended = await _ids(db, Service.status == "suspended", Service.current_period_end <= now)
-    for number in suspended:
-        await _suspended_one(db, number, now, policy, report)
-    lapsed = await _ids(
-        db, Service.status == "active", Service.auto_renew.is_(False), Service.current_period_end <= now
-    )
-    for number in lapsed:
-        async with db.unit_of_work() as uow:
-            svc = await uow.session.get(Service, number)
-            if svc is not None and await end_service(uow.session, svc, "active", now):
-                await uow.commit()
-                report.expired.append(svc.service_id)
-    ending = await _ids(
-        db,
-        Service.status == "active",
-        Service.auto_renew.is_(False),
-        Service.current_period_end > now,
-        Service.current_period_end <= now + policy.expiring_soon,
-    )
-    for number in ending:
-        await _expiring_one(db, number, now, policy, report)
-    report.checkouts_expired = await expire_checkouts(db, now, policy.checkout_ttl)
-    return report
-
-
-async def _expiring_one(
-    db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
-) -> None:
-    """service.expiring_soon, once per term, for an active service without auto-renew near its end."""
-    async with db.unit_of_work() as uow:
-        svc = await _locked(uow.session, number)
-        if svc is None or svc.status != "active" or svc.auto_renew or svc.current_period_end is None:
-            return
-        if not now < svc.current_period_end <= now + policy.expiring_soon:
-            return
-        if await emitted_for_term(uow.session, svc, "service.expiring_soon"):
-            return
-        await service_events.service_event(
-            uow.session,
-            svc,
-            "service.expiring_soon",
-            expires_at=svc.current_period_end.isoformat(),
-            renewal_price_cents=await price_of_term(uow.session, svc),
-        )
-        await uow.commit()
-        report.expiring_soon.append(svc.service_id)
-
-
-async def _renew_one(
-    db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
-) -> None:
-    short = False
-    failure: dict[str, object] = {}
-    async with db.unit_of_work() as uow:
-        svc = await uow.session.get(Service, number)
-        if svc is None or svc.status != "active" or not svc.auto_renew or svc.current_period_end is None:
-            return
-        if svc.current_period_end > now + policy.renew_before:  # another worker renewed it meanwhile
-            return
-        try:
-            await renew_term(uow.session, svc, now)
-            await uow.commit()
-            report.renewed.append(svc.service_id)
-            return
-        except Conflict:
-            return
-        except InsufficientBalance as exc:
-            short = True
-            failure = dict(exc.extra)
-    if short:
-        async with db.unit_of_work() as uow:
-            svc = await _locked(uow.session, number)
-            if svc is None or svc.current_period_end is None or svc.status != "active":
-                return
-            if not await emitted_for_term(uow.session, svc, "service.renewal_failed"):
-                await service_events.service_event(
-                    uow.session,
-                    svc,
-                    "service.renewal_failed",
-                    reason="insufficient_balance",
-                    required_cents=failure.get("required_cents"),
-                    balance_cents=failure.get("balance_cents"),
-                    suspends_at=svc.current_period_end.isoformat(),
-                )
-            if svc.current_period_end > now:
-                await uow.commit()
-                report.short.append(svc.service_id)
-                return
-            moved = await uow.session.execute(
-                update(Service)
-                .where(
-                    Service.number == number, Service.status == "active", Service.current_period_end <= now
-                )
-                .values(status="suspended")
-                .execution_options(synchronize_session=False)
-            )
-            if moved.rowcount == 1:  # type: ignore[attr-defined]
-                await uow.session.refresh(svc)
-                await service_events.service_event(
-                    uow.session,
-                    svc,
-                    "service.suspended",
-                    reason="non_payment",
-                    terminates_at=(svc.current_period_end + policy.grace).isoformat(),
-                )
-            await uow.commit()
-            if moved.rowcount == 1:  # type: ignore[attr-defined]
-                report.suspended.append(svc.service_id)
-
-
-async def _suspended_one(
-    db: Database, number: int, now: datetime, policy: RenewalPolicy, report: PassReport
-) -> None:
-    async with db.unit_of_work() as uow:
-        svc = await uow.session.get(Service, number)
-        if svc is None or svc.status != "suspended" or svc.current_period_end is None:
-            return
-        if svc.current_period_end + policy.grace <= now:
-            if await end_service(uow.session, svc, "suspended", now):
-                await uow.commit()
-                report.terminated.append(svc.service_id)
-            return
-        if not svc.auto_renew:
-            return
-        try:
-            await resume(uow.session, svc, now)
-            await uow.commit()
-            report.resumed.append(svc.service_id)
-        except (Conflict, InsufficientBalance):
-            return
 
 
 # --- hooks for the services domain's manual renew and cancel ----------------------------------------
