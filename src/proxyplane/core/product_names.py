@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 PRODUCT_NAMES = {
     "proxy_datacenter": "Datacenter proxies",
     "proxy_isp": "ISP proxies (static residential)",
@@ -17,3 +19,25 @@ def product_name(kind: str) -> str:
         return known
     words = kind.removeprefix("proxy_").replace("_", " ").strip()
     return f"{words.capitalize()} proxies" if words else "Proxies"
+
+
+IP_NOUNS = {
+    "proxy_datacenter": "datacenter",
+    "proxy_isp": "ISP",
+    "proxy_personal": "personal",
+    "proxy_rotating": "rotating",
+}
+_KIND = re.compile(r"\b(?:" + "|".join(PRODUCT_NAMES) + r")\b")
+
+
+def humanize(text: str) -> str:
+    """A stored text (invoice line, ledger entry) with internal kind ids read as words: "30 proxy_isp IPs"
+    -> "30 ISP IPs", "Service #4 (proxy_rotating)" -> "Service #4 (Rotating proxies)"."""
+
+    def word(match: re.Match[str]) -> str:
+        kind = match.group(0)
+        if text[match.end() : match.end() + 4] == " IPs":
+            return IP_NOUNS.get(kind, kind.removeprefix("proxy_").replace("_", " "))
+        return product_name(kind)
+
+    return _KIND.sub(word, text)

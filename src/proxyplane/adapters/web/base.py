@@ -20,7 +20,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from proxyplane.adapters.web import sessions
 from proxyplane.core.errors import DomainError, ValidationFailed
-from proxyplane.core.product_names import product_name
+from proxyplane.core.product_names import humanize, product_name
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
@@ -61,6 +61,7 @@ env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select
 env.filters["money"] = money
 env.filters["when"] = when
 env.filters["product"] = product_name
+env.filters["humanize"] = humanize
 
 
 class LoginRequired(Exception):

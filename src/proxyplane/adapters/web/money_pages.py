@@ -129,11 +129,11 @@ async def update_profile(request: Request) -> Response:
     await require_login(request)
     data = await form(request)
     try:
-        await call(
-            request,
-            "update_profile",
-            {"name": str(data.get("name", "")).strip(), "phone": str(data.get("phone", "")).strip()},
-        )
+        fields = ("name", "phone", "billing_company", "billing_address", "billing_vat_id")
+        await call(request, "update_profile", {f: str(data.get(f, "")).strip() for f in fields})
     except DomainError as exc:
-        return await _profile(request, exc.http_status, {"profile": exc.message})
+        section = "billing" if data.get("section") == "billing" else "profile"
+        return await _profile(request, exc.http_status, {section: exc.message})
+    if data.get("section") == "billing":
+        return redirect(request, "/profile#billing", "Billing details saved; your invoices show them.")
     return redirect(request, "/profile", "Profile saved.")

@@ -1,4 +1,4 @@
-"""Profile operations: GET /customer/me, PATCH /customer/me."""
+"""Profile operations: GET /customer/me, PATCH /customer/me (with the invoices' billing details)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proxyplane.core.scopes import Scope
+from proxyplane.domains.accounts.billing import TAX_ID, get_billing, set_billing
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.ops import Context, Effect, Operation, register
 
@@ -23,14 +24,32 @@ class Profile(BaseModel):
     partner_discount_percent: int
     status: str
     created_at: datetime
+    billing_company: str = Field(description="company name printed on invoices; empty: the account name")
+    billing_address: str = Field(description="postal address printed on invoices, lines separated by \\n")
+    billing_vat_id: str = Field(description="VAT / tax id printed on invoices")
 
 
 class ProfileUpdate(BaseModel):
-    """Name and/or phone. The email address cannot be changed (an `email` field is refused with 422)."""
+    """Name, phone and/or the invoices' billing details (company, address, VAT id; "" clears one). The
+    email address cannot be changed (an `email` field is refused with 422)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(default=None, min_length=1, max_length=200)
     phone: str | None = Field(default=None, max_length=30)
+    billing_company: str | None = Field(default=None, max_length=200)
+    billing_address: str | None = Field(default=None, max_length=500, description="lines separated by \\n")
+    billing_vat_id: str | None = Field(
+        default=None,
+        max_length=40,
+        description="VAT / tax id, e.g. DE123456789; letters, digits, . - / space",
+    )
+
+    @field_validator("billing_vat_id")
+    @classmethod
+    def _vat_id(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() and not TAX_ID.match(value.strip()):
+            raise ValueError("billing_vat_id must be 2-40 letters, digits, spaces, dots, dashes or slashes")
+        return value
 
     @field_validator("phone")
     @classmethod
@@ -42,6 +61,7 @@ class ProfileUpdate(BaseModel):
 
 async def _profile(ctx: Context, customer_id: int) -> Profile:
     c = await get_customer(ctx.session, customer_id)
+    billing = await get_billing(ctx.session, customer_id)
     return Profile(
         customer_id=c.id,
         email=c.email,
@@ -51,6 +71,9 @@ async def _profile(ctx: Context, customer_id: int) -> Profile:
         partner_discount_percent=c.partner_discount_percent,
         status=c.status,
         created_at=c.created_at,
+        billing_company=billing.company,
+        billing_address=billing.address,
+        billing_vat_id=billing.vat_id,
     )
 
 
@@ -64,6 +87,15 @@ async def update_profile(ctx: Context, data: ProfileUpdate) -> Profile:
         c.name = data.name.strip()
     if data.phone is not None:
         c.phone = data.phone.strip()
+    details = (data.billing_company, data.billing_address, data.billing_vat_id)
+    if any(v is not None for v in details):
+        await set_billing(
+            ctx.session,
+            c.id,
+            company=data.billing_company,
+            address=data.billing_address,
+            vat_id=data.billing_vat_id,
+        )
     await ctx.session.flush()
     return await _profile(ctx, c.id)
 
@@ -80,7 +112,8 @@ GET_PROFILE = Operation(
 )
 UPDATE_PROFILE = Operation(
     name="update_profile",
-    summary="Update your name and/or phone number (the email cannot change).",
+    summary="Update your name, phone number and/or billing details for invoices (company, address, VAT "
+    "id); the email cannot change.",
     method="PATCH",
     path="/customer/me",
     handler=update_profile,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.product_names import humanize
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.wallet.deposits import on_deposit_settled
@@ -84,7 +85,7 @@ async def invoice_out(session: AsyncSession, inv: Invoice) -> InvoiceOut:
         number=invoices.invoice_number(inv.id),
         service_id=inv.service_id,
         kind=inv.kind,
-        description=inv.description,
+        description=humanize(inv.description),
         status=inv.status,
         legacy_status=invoices.LEGACY_STATUS.get(inv.status, inv.status.title()),
         total_cents=inv.total_cents,
@@ -95,7 +96,7 @@ async def invoice_out(session: AsyncSession, inv: Invoice) -> InvoiceOut:
         paid_at=inv.paid_at,
         lines=[
             InvoiceLineOut(
-                description=i.description,
+                description=humanize(i.description),
                 quantity=i.quantity,
                 unit_price_cents=i.unit_price_cents,
                 amount_cents=i.amount_cents,
@@ -106,7 +107,7 @@ async def invoice_out(session: AsyncSession, inv: Invoice) -> InvoiceOut:
             CreditNoteOut(
                 credit_note_id=n.id,
                 number=invoices.credit_note_number(n.id),
-                description=n.description,
+                description=humanize(n.description),
                 amount_cents=n.amount_cents,
                 created_at=n.created_at,
             )

@@ -20,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound
+from proxyplane.core.product_names import humanize
+from proxyplane.domains.accounts.billing import get_billing
 from proxyplane.domains.invoices.pdf import (
     CreditNote,
     InvoiceDocument,
@@ -235,10 +237,16 @@ def seller() -> Party:
 async def document(session: AsyncSession, invoice: Invoice) -> InvoiceDocument:
     customer = await session.get(Customer, invoice.customer_id)
     assert customer is not None
-    buyer = Party(
-        name=customer.name or customer.email,
-        address_lines=(f"Customer #{customer.id}",) + ((customer.phone,) if customer.phone else ()),
+    billing = await get_billing(session, customer.id)
+    person = customer.name or customer.email
+    buyer = Party(  # the billing details when entered (issue 22.8), else the account's name
+        name=billing.company or person,
+        address_lines=((f"Attn. {person}",) if billing.company else ())
+        + billing.address_lines
+        + (f"Customer #{customer.id}",)
+        + ((customer.phone,) if customer.phone else ()),
         email=customer.email,
+        tax_id=billing.vat_id or None,
     )
     notes = await credit_notes(session, invoice.id)
     return InvoiceDocument(
@@ -248,17 +256,17 @@ async def document(session: AsyncSession, invoice: Invoice) -> InvoiceDocument:
         seller=seller(),
         buyer=buyer,
         lines=tuple(
-            InvoiceLine(i.description, i.quantity, i.unit_price_cents, i.amount_cents)
+            InvoiceLine(humanize(i.description), i.quantity, i.unit_price_cents, i.amount_cents)
             for i in await items(session, invoice.id)
         ),
         credit_notes=tuple(
-            CreditNote(credit_note_number(n.id), n.created_at.date(), n.description, n.amount_cents)
+            CreditNote(credit_note_number(n.id), n.created_at.date(), humanize(n.description), n.amount_cents)
             for n in notes
         ),
         due_on=invoice.created_at.date(),
         paid_on=invoice.paid_at.date() if invoice.paid_at else None,
         reference=f"service {invoice.service_id}" if invoice.service_id else None,
-        notes=(f"{invoice.description}. Paid with: {invoice.payment_method}.",),
+        notes=(f"{humanize(invoice.description)}. Paid with: {invoice.payment_method}.",),
     )
 
 
@@ -273,7 +281,7 @@ def quote_invoice_lines(quote: Quote) -> list[Line]:
     months = quote.period_months
     lines = [
         Line(
-            f"{line.count} {quote.product_kind} IPs in {line.country}, {months} month(s)",
+            humanize(f"{line.count} {quote.product_kind} IPs in {line.country}, {months} month(s)"),
             line.count,
             line.unit_price_cents * months,
             line.retail_monthly_cents * months,
@@ -348,8 +356,9 @@ async def record_order(
         session,
         svc.customer_id,
         kind="order",
-        description=f"Order #{svc.number}: {quote.ip_count} {quote.product_kind} IPs, "
-        f"{quote.period_months} month(s)",
+        description=humanize(
+            f"Order #{svc.number}: {quote.ip_count} {quote.product_kind} IPs, {quote.period_months} month(s)"
+        ),
         lines=quote_invoice_lines(quote),
         service_id=svc.service_id,
         payment_method=method,

@@ -1,0 +1,70 @@
+"""Billing details (issue 22.8): company, address and VAT id set through PATCH /customer/me, read back,
+printed on the invoice PDF with display names instead of internal product ids; bad VAT ids refused."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from proxyplane.platform import Platform
+from tests.adapters.rest.test_invoices import pdf_text
+from tests.domains.stock.support import fresh_stock
+from tests.support import Account, bearer
+
+pytestmark = pytest.mark.anyio
+API = "/api/v1"
+
+
+async def test_billing_details_on_profile_and_invoice(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    key = await account.key()
+    details = {
+        "billing_company": "Example Data GmbH",
+        "billing_address": "Musterstrasse 1\r\n\r\n10115 Berlin\nGermany",
+        "billing_vat_id": "de123456789",
+    }
+    r = await client.patch(f"{API}/customer/me", json=details, headers=bearer(key))
+    assert r.status_code == 200, r.text
+    me = (await client.get(f"{API}/customer/me", headers=bearer(key))).json()
+    assert (me["billing_company"], me["billing_address"], me["billing_vat_id"]) == (
+        "Example Data GmbH",
+        "Musterstrasse 1\n10115 Berlin\nGermany",
+        "DE123456789",
+    )
+    assert me["name"] == "Test User"  # untouched
+    bad = await client.patch(f"{API}/customer/me", json={"billing_vat_id": "<b>"}, headers=bearer(key))
+    assert bad.status_code == 422
+
+    await fresh_stock(platform, "proxy_isp", "LV", 8)
+    await account.credit(10_000)
+    order = {
+        "product_kind": "proxy_isp",
+        "period_months": 1,
+        "segments": [{"country": "LV", "count": 8}],
+        "whitelist_ips": ["127.0.0.9"],
+        "use_balance": True,
+        "idempotency_key": uuid.uuid4().hex,
+    }
+    made = await client.post(f"{API}/billing/composite/order", json=order, headers=bearer(key))
+    assert made.status_code == 201, made.text
+    inv = (await client.get(f"{API}/customer/invoices", headers=bearer(key))).json()["items"][0]
+    assert "proxy_" not in inv["description"] and "ISP IPs" in inv["description"]
+    assert all("proxy_" not in line["description"] for line in inv["lines"])
+    pdf = await client.get(f"{API}/customer/invoices/{inv['invoice_id']}/pdf", headers=bearer(key))
+    assert pdf.status_code == 200
+    text = pdf_text(pdf.content)
+    for expected in (
+        "Example Data GmbH",
+        "Attn. Test User",
+        "Musterstrasse 1",
+        "10115 Berlin",
+        "DE123456789",
+    ):
+        assert expected in text, (expected, text)
+    assert "proxy_isp" not in text
+
+    cleared = await client.patch(f"{API}/customer/me", json={"billing_company": ""}, headers=bearer(key))
+    assert cleared.json()["billing_company"] == "" and cleared.json()["billing_vat_id"] == "DE123456789"
