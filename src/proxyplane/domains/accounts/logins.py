@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.bounds import INT32_MAX, documented
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
@@ -93,7 +93,10 @@ class LoginRecord(BaseModel):
     time: datetime
     client_ip: str
     user_agent: str
-    channel: str = Field(description="web (dashboard) or legacy (Basic auth)")
+    channel: str = Field(
+        description="web (dashboard) or legacy (Basic auth)",
+        json_schema_extra=documented(enum=["web", "legacy"]),
+    )
     success: bool
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import documented
 from proxyplane.core.errors import Unauthorized
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.agent import recommendations
@@ -24,7 +25,7 @@ class WhoAmI(BaseModel):
     scopes: list[str] = Field(description="the scopes this key holds; each tool lists the ones it needs")
     client_ip: str = Field(description="the connecting IP address as seen by the server")
     user_agent: str
-    channel: str = Field(description="rest or mcp")
+    channel: str = Field(description="rest or mcp", json_schema_extra=documented(enum=["rest", "mcp"]))
     key_created_at: datetime
 
 
@@ -65,9 +66,22 @@ class RecommendationsQuery(BaseModel):
 class RecommendationOut(BaseModel):
     kind: str = Field(
         description="resume_service, extra_connections, raise_connection_limit, check_credentials, "
-        "refresh_ips, renew, top_up"
+        "refresh_ips, renew, top_up",
+        json_schema_extra=documented(
+            enum=[
+                "resume_service",
+                "extra_connections",
+                "raise_connection_limit",
+                "check_credentials",
+                "refresh_ips",
+                "renew",
+                "top_up",
+            ]
+        ),
     )
-    severity: str = Field(description="high, medium or low")
+    severity: str = Field(
+        description="high, medium or low", json_schema_extra=documented(enum=["high", "medium", "low"])
+    )
     service_id: uuid.UUID | None
     action: str = Field(description="the operation (MCP tool) that acts on it")
     reason: str

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.bounds import INT32_MAX, documented
 from proxyplane.core.errors import NotFound, declares
 from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.scopes import Scope
@@ -30,7 +30,12 @@ class ProductOut(BaseModel):
     product_id: uuid.UUID
     name: str
     description: str
-    kind: str = Field(description="proxy_datacenter, proxy_isp, proxy_personal or proxy_rotating")
+    kind: str = Field(
+        description="proxy_datacenter, proxy_isp, proxy_personal or proxy_rotating",
+        json_schema_extra=documented(
+            enum=["proxy_datacenter", "proxy_isp", "proxy_personal", "proxy_rotating"]
+        ),
+    )
     period_months: int
     price_cents: int = Field(description="your price for one period (partner discount applied)")
     retail_price_cents: int

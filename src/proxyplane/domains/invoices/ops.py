@@ -9,7 +9,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.bounds import INT32_MAX, documented
 from proxyplane.core.product_names import humanize
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.invoices import service as invoices
@@ -39,10 +39,21 @@ class InvoiceOut(BaseModel):
     invoice_id: str = Field(description="numeric invoice id, as a string (path parameter of the PDF)")
     number: str = Field(description="printed number, INV-000123")
     service_id: uuid.UUID | None
-    kind: str = Field(description="order, renewal, add_ips, addon, refresh, deposit or catalog")
+    kind: str = Field(
+        description="order, renewal, add_ips, addon, refresh, deposit or catalog",
+        json_schema_extra=documented(
+            enum=["order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog"]
+        ),
+    )
     description: str
-    status: str = Field(description="open, paid, partially_refunded, refunded or void")
-    legacy_status: str = Field(description="Unpaid, Paid, Partially Refunded, Refunded or Cancelled")
+    status: str = Field(
+        description="open, paid, partially_refunded, refunded or void",
+        json_schema_extra=documented(enum=["open", "paid", "partially_refunded", "refunded", "void"]),
+    )
+    legacy_status: str = Field(
+        description="Unpaid, Paid, Partially Refunded, Refunded or Cancelled",
+        json_schema_extra=documented(enum=["Unpaid", "Paid", "Partially Refunded", "Refunded", "Cancelled"]),
+    )
     currency: str = "USD"
     total_cents: int
     refunded_cents: int

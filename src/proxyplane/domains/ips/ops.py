@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from proxyplane.core.bounds import documented
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, declares
 from proxyplane.core.scopes import Scope
@@ -67,7 +68,10 @@ class ServiceRef(BaseModel):
 
 class RefreshStatusOut(BaseModel):
     service_id: uuid.UUID
-    next_refresh: str = Field(description="free (scheduled) or paid (off-cycle)")
+    next_refresh: str = Field(
+        description="free (scheduled) or paid (off-cycle)",
+        json_schema_extra=documented(enum=["free", "paid"]),
+    )
     free: bool
     free_refresh_interval_days: int
     next_free_refresh_at: datetime | None
@@ -96,7 +100,7 @@ class ReplacedOut(BaseModel):
 
 class RefreshOut(BaseModel):
     service_id: uuid.UUID
-    refresh: str = Field(description="free or paid")
+    refresh: str = Field(description="free or paid", json_schema_extra=documented(enum=["free", "paid"]))
     charged_cents: int
     replaced: list[ReplacedOut]
     ips: list[ServiceIpOut]

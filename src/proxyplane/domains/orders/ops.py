@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxyplane.core.bounds import documented
+from proxyplane.core.bounds import IPV4, documented
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
@@ -160,7 +160,8 @@ class QuoteError(BaseModel):
     message: str
     error: str = Field(
         description="insufficient_stock, unknown_country or order_below_minimum (the code an order "
-        "with this error is refused with)"
+        "with this error is refused with)",
+        json_schema_extra=documented(enum=["insufficient_stock", "unknown_country", "order_below_minimum"]),
     )
     minimum_ips: int | None = Field(default=None, description="order_below_minimum: the minimum IP count")
     minimum_monthly_cents: int | None = Field(
@@ -264,7 +265,10 @@ async def post_quote(ctx: Context, data: QuoteIn) -> QuoteOut:
 
 class OrderIn(QuoteIn):
     whitelist_ips: list[str] = Field(
-        default_factory=list, max_length=100, description="single IPv4 addresses, at least one"
+        default_factory=list,
+        max_length=100,
+        description="single IPv4 addresses, at least one",
+        json_schema_extra=documented(minItems=1, items={"type": "string", **IPV4}),
     )
     use_balance: bool = Field(
         default=False,

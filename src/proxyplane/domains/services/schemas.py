@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.bounds import documented
 from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.services import service as services
@@ -32,7 +33,10 @@ class ServiceOut(BaseModel):
     service_number: int = Field(description="numeric id (the legacy API's order / service id)")
     product_kind: str
     product_id: uuid.UUID | None
-    status: str = Field(description="pending, active, suspended, expired or cancelled")
+    status: str = Field(
+        description="pending, active, suspended, expired or cancelled",
+        json_schema_extra=documented(enum=["pending", "active", "suspended", "expired", "cancelled"]),
+    )
     period_months: int
     geo_source: str
     segments: list[SegmentOut]

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.bounds import INT32_MAX, documented
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.tickets import service
 from proxyplane.ops import Context, Effect, Operation, register
@@ -16,7 +16,9 @@ from proxyplane.storage.models import Ticket, TicketMessage
 
 class MessageRecord(BaseModel):
     message_id: int
-    author: str = Field(description="customer or support")
+    author: str = Field(
+        description="customer or support", json_schema_extra=documented(enum=["customer", "support"])
+    )
     body: str
     created_at: datetime
 
@@ -24,7 +26,10 @@ class MessageRecord(BaseModel):
 class TicketSummary(BaseModel):
     ticket_id: uuid.UUID
     subject: str
-    status: str = Field(description="open (waiting for support), answered or closed")
+    status: str = Field(
+        description="open (waiting for support), answered or closed",
+        json_schema_extra=documented(enum=["open", "answered", "closed"]),
+    )
     service_id: uuid.UUID | None
     created_at: datetime
     updated_at: datetime
