@@ -17,6 +17,7 @@ from proxyplane.adapters.legacy import legacy_router
 from proxyplane.adapters.mcp.server import mount_mcp
 from proxyplane.adapters.rest.app import API_PREFIX, DESCRIPTION, TITLE, VERSION, install_rest
 from proxyplane.adapters.web import install_dashboard
+from proxyplane.observability.http import install as install_observability
 from proxyplane.platform import Platform
 
 
@@ -41,6 +42,7 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
         lifespan=lifespan,
     )
     app.state.platform = platform
+    install_observability(app, platform)  # request ids, HTTP metrics, /metrics /livez /readyz (issue 17)
     install_rest(app, platform)  # /api/v1 (every registry route), its docs, payment callbacks, error mapper
     app.include_router(legacy_router(platform))  # the legacy account API at /api
     app.include_router(checkout_router(platform))

@@ -20,8 +20,13 @@ def serve_all(settings: Settings) -> None:
     platform = Platform(settings)
     from proxyplane.adapters.legacy.server import legacy_parts
     from proxyplane.cli.gateway import gateway_part
+    from proxyplane.observability import logs
+    from proxyplane.observability.http import metrics_part
+    from proxyplane.observability.settings import ObservabilitySettings
 
-    parts = [*_jobs(platform), gateway_part(platform), *legacy_parts(platform)]
+    observability = ObservabilitySettings()
+    logs.from_env()  # uvicorn's loggers too: PROXYPLANE_LOG_FORMAT=json, secrets redacted
+    parts = [*_jobs(platform), gateway_part(platform), *legacy_parts(platform), metrics_part(platform)]
     app = create_app(platform, lifespan_parts=parts)
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
@@ -30,7 +35,14 @@ def serve_all(settings: Settings) -> None:
         flush=True,
     )
     config = uvicorn.Config(
-        app, host=settings.api_host, port=settings.api_port, log_level="info", proxy_headers=False
+        app,
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="info",
+        proxy_headers=False,
+        log_config=None,  # logs.from_env above; the access line is observability/http.py's (with request id)
+        access_log=False,
+        timeout_graceful_shutdown=observability.graceful_shutdown_seconds,  # SIGTERM: in-flight finish
     )
     uvicorn.Server(config).run()
 

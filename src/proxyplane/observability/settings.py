@@ -18,4 +18,4 @@ class ObservabilitySettings(BaseSettings):
     metrics_on_api: bool = True
     metrics_host: str = "127.0.0.1"
     metrics_port: int = -1
-    graceful_shutdown_seconds: float = 30.0
+    graceful_shutdown_seconds: int = 30
