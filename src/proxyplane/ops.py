@@ -13,10 +13,10 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -231,6 +231,19 @@ async def invoke(
     return result
 
 
+# built once (cache key memoized, nothing to construct per call); the values are bound at execution
+_RECORDS = cast(Table, IdempotencyRecord.__table__)
+_CLAIM: dict[str, Any] = {
+    "postgresql": pg_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id),
+    "sqlite": sqlite_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id),
+}
+_STORE_RESPONSE = (
+    update(_RECORDS)
+    .where(_RECORDS.c.id == bindparam("record_id"))
+    .values(response=bindparam("response", type_=_RECORDS.c.response.type))
+)
+
+
 async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> int | None:
     """Insert the key's record (one statement); None when it exists already. A concurrent duplicate on
     PostgreSQL waits here for the first one's commit (or rollback, and then claims the key itself)."""
@@ -242,10 +255,7 @@ async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req
         "response": {},
         "created_at": utcnow(),
     }
-    stmt = pg_insert(IdempotencyRecord) if uow.dialect == "postgresql" else sqlite_insert(IdempotencyRecord)
-    claimed = await uow.session.execute(
-        stmt.values(**values).on_conflict_do_nothing().returning(IdempotencyRecord.id)
-    )
+    claimed = await uow.session.execute(_CLAIM[uow.dialect], values)
     return claimed.scalar_one_or_none()
 
 
@@ -272,11 +282,6 @@ async def _invoke_keyed(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
         response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
-        await uow.session.execute(
-            update(IdempotencyRecord)
-            .where(IdempotencyRecord.id == record_id)
-            .values(response=response)
-            .execution_options(synchronize_session=False)
-        )
+        await uow.session.execute(_STORE_RESPONSE, {"record_id": record_id, "response": response})
         await uow.commit()
         return result

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import exists, false, select
+from sqlalchemy import Integer, bindparam, exists, false, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import Unauthorized
@@ -26,23 +27,35 @@ class OrderContext:
     capped_key: bool
 
 
+_STATEMENTS: dict[tuple[str, bool], Any] = {}
+
+
+def _statement(product_kind: str, with_key: bool) -> Any:
+    """The context read of a product kind, built once per (kind, key or not) with bound parameters
+    (`customer_id`, `key_id`): no construction or cache key per order."""
+    stmt = _STATEMENTS.get((product_kind, with_key))
+    if stmt is None:
+        customer = bindparam("customer_id", type_=Integer())
+        threshold = (
+            select(NotificationSettings.balance_low_threshold_cents)
+            .where(NotificationSettings.customer_id == customer)
+            .scalar_subquery()
+        )
+        hooks = exists().where(WebhookEndpoint.customer_id == customer, WebhookEndpoint.enabled.is_(True))
+        capped = exists().where(ApiKeySpending.key_id == bindparam("key_id")) if with_key else false()
+        stmt = _STATEMENTS[(product_kind, with_key)] = select(
+            Customer.partner_discount_percent, overrides_of(product_kind), threshold, hooks, capped
+        ).where(Customer.id == customer)
+    return stmt
+
+
 async def load(
     session: AsyncSession, customer_id: int, product_kind: str, key_id: uuid.UUID | None
 ) -> OrderContext:
-    threshold = (
-        select(NotificationSettings.balance_low_threshold_cents)
-        .where(NotificationSettings.customer_id == customer_id)
-        .scalar_subquery()
-    )
-    hooks = exists().where(WebhookEndpoint.customer_id == customer_id, WebhookEndpoint.enabled.is_(True))
-    capped = exists().where(ApiKeySpending.key_id == key_id) if key_id is not None else false()
-    row = (
-        await session.execute(
-            select(
-                Customer.partner_discount_percent, overrides_of(product_kind), threshold, hooks, capped
-            ).where(Customer.id == customer_id)
-        )
-    ).first()
+    params: dict[str, Any] = {"customer_id": customer_id}
+    if key_id is not None:
+        params["key_id"] = key_id
+    row = (await session.execute(_statement(product_kind, key_id is not None), params)).first()
     if row is None:
         raise Unauthorized("unknown customer")
     partner, overrides, low, has_hooks, is_capped = row

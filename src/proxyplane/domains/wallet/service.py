@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.service import after_debit
@@ -122,16 +124,23 @@ async def _insufficient(session: AsyncSession, customer_id: int, cents: int) -> 
     )
 
 
+# the guarded debit, a Core statement built once (every purchase runs it: nothing to construct, key or
+# synchronize per call; no code reads a loaded Wallet object's balance, only `_ensure_wallet` loads one)
+_WALLETS = cast(Table, Wallet.__table__)
+_TAKE = (
+    update(_WALLETS)
+    .where(_WALLETS.c.customer_id == bindparam("cid"), _WALLETS.c.balance_cents >= bindparam("cents"))
+    .values(balance_cents=_WALLETS.c.balance_cents - bindparam("cents"))
+    .returning(_WALLETS.c.balance_cents)
+)
+
+# a purchase's ledger entry: one Core INSERT (no ORM unit of work; `seq` is set by the database trigger)
+_ADD_ENTRY = insert(cast(Table, LedgerEntry.__table__))
+
+
 async def _take(session: AsyncSession, customer_id: int, cents: int) -> int | None:
     """Take all of ``cents`` in one guarded UPDATE: the new balance, or None when there is not enough."""
-    return (
-        await session.execute(
-            update(Wallet)
-            .where(Wallet.customer_id == customer_id, Wallet.balance_cents >= cents)
-            .values(balance_cents=Wallet.balance_cents - cents)
-            .returning(Wallet.balance_cents)
-        )
-    ).scalar_one_or_none()
+    return (await session.execute(_TAKE, {"cid": customer_id, "cents": cents})).scalar_one_or_none()
 
 
 async def record_withdrawal(
@@ -147,24 +156,27 @@ async def record_withdrawal(
     balance_low_threshold: tuple[int | None] | None = None,
 ) -> None:
     """The ledger half of `withdraw`: the API key's spending cap (skipped when the caller knows the key
-    has none), the price guard's count, one INSERT of the entry and the balance-low event (with the
+    has none), the price guard's count, one Core INSERT of the entry and the balance-low event (with the
     threshold the caller already read, if given)."""
     if taken.cents <= 0:
         return
     if capped_key:
         await caps.charge(session, taken.cents)
     session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + taken.cents
-    entry = LedgerEntry(
-        customer_id=customer_id,
-        amount_cents=-taken.cents,
-        balance_after_cents=taken.balance_after_cents,
-        kind=kind,
-        description=description[:500],
-        service_id=service_id,
-        invoice_id=invoice_id,
+    await session.execute(
+        _ADD_ENTRY,
+        {
+            "customer_id": customer_id,
+            "amount_cents": -taken.cents,
+            "balance_after_cents": taken.balance_after_cents,
+            "kind": kind,
+            "description": description[:500],
+            "service_id": service_id,
+            "invoice_id": invoice_id,
+            "deposit_id": None,
+            "created_at": utcnow(),
+        },
     )
-    session.add(entry)
-    await session.flush()
     await after_debit(
         session,
         customer_id,
