@@ -88,6 +88,8 @@ class Context:
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
+CUSTOMER_API = frozenset({"rest", "mcp"})
+LEGACY = frozenset({"legacy"})
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,12 @@ class Operation:
     tags: tuple[str, ...] = ()
     mcp: bool = True  # also served as an MCP tool
     extra: dict[str, Any] = field(default_factory=dict)
+    # the doors that serve it: "rest" and "mcp" (the customer API), "legacy" (the legacy account API);
+    # an operation of one door only (legacy, operator) is never served by the others
+    doors: frozenset[str] = CUSTOMER_API
+
+    def serves(self, door: str) -> bool:
+        return door in self.doors and (door != "mcp" or self.mcp)
 
     @property
     def idempotent(self) -> bool:
@@ -118,6 +126,11 @@ class Operation:
 
 
 REGISTRY: dict[str, Operation] = {}
+
+
+def served(door: str, registry: dict[str, Operation] | None = None) -> dict[str, Operation]:
+    """The operations one door serves ("rest", "mcp", "legacy"), in registry order."""
+    return {name: op for name, op in (REGISTRY if registry is None else registry).items() if op.serves(door)}
 
 
 def register(*ops: Operation) -> None:

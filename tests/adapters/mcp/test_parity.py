@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from proxyplane.adapters.rest.app import API_PREFIX
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.operations import REGISTRY
-from proxyplane.ops import Auth, Effect, Operation
+from proxyplane.ops import Auth, Effect, Operation, served
 from tests.adapters.mcp.conftest import mcp_client
 from tests.adapters.mcp.test_tools import text
 from tests.support import Account, bearer
@@ -41,7 +41,8 @@ async def test_every_operation_has_a_route_and_a_tool_with_the_same_scopes(
     openapi = (await rest.get(f"{API_PREFIX}/openapi.json")).json()
     async with mcp_client(app, await account.key()) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    for op in REGISTRY.values():
+    assert served("rest") == {n: op for n, op in REGISTRY.items() if "rest" in op.doors}
+    for op in served("rest").values():
         route = openapi["paths"][API_PREFIX + op.path][op.method.lower()]
         assert route["operationId"] == op.name
         if not op.mcp:
@@ -56,7 +57,7 @@ async def test_every_spending_tool_requires_an_idempotency_key_and_a_price_guard
 ) -> None:
     async with mcp_client(app, await account.key()) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    spending = [op for op in REGISTRY.values() if op.effect == Effect.SPENDS_MONEY]
+    spending = [op for op in served("mcp").values() if op.effect == Effect.SPENDS_MONEY]
     assert {
         "order_composite",
         "create_service",

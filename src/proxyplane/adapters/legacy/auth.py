@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from proxyplane.adapters.legacy.render import INVALID_FORMAT, UNAUTHENTICATED, LegacyError, text_response
+from proxyplane.adapters.legacy.render import LegacyError, text_response
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy import auth as accounts
+from proxyplane.domains.legacy.wire import INVALID_FORMAT, UNAUTHENTICATED
 from proxyplane.ops import Caller
 from proxyplane.platform import Platform
 

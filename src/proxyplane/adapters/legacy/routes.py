@@ -1,6 +1,6 @@
 """The legacy account API's routes under /api (hand-written: paths, bodies and error texts are fixed by
-the legacy document). Each route: authenticate (400/401 text bodies), run one operation through
-`ops.invoke`, render the exact bytes."""
+the legacy document). Each route: authenticate (400/401 text bodies), run one registered operation
+(domains/legacy/, served by this door only) through `ops.invoke`, render the exact bytes."""
 
 from __future__ import annotations
 
@@ -11,18 +11,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from proxyplane.adapters.legacy import billing, handlers, lists, service_put, sticky
 from proxyplane.adapters.legacy.auth import authenticate
-from proxyplane.adapters.legacy.render import (
-    UNPROCESSABLE,
-    LegacyError,
-    Money,
-    error,
-    fail,
-    json_response,
-    text_response,
-)
+from proxyplane.adapters.legacy.render import LegacyError, error, fail, json_response, text_response
 from proxyplane.core.errors import DomainError
+from proxyplane.domains.legacy import billing, handlers, lists, service_put, sticky
+from proxyplane.domains.legacy.wire import UNPROCESSABLE, Money, Refused
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
@@ -55,6 +48,8 @@ def legacy_router(platform: Platform) -> APIRouter:
                     return await fn(request, caller)
                 except LegacyError as exc:
                     return exc.response
+                except Refused as exc:
+                    return error(exc.message, exc.status, exc.headers)
                 except DomainError:
                     return error(UNPROCESSABLE)
 

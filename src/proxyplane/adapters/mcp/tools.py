@@ -293,10 +293,11 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
 
 
 def served_operations(registry: dict[str, Operation]) -> list[Operation]:
-    """Operations served as tools: `mcp=True`, and a spending operation only with an idempotency_key."""
+    """Operations served as tools: those the "mcp" door serves (`doors`, `mcp=True`), and a spending
+    operation only with an idempotency_key."""
     ops = []
     for op in registry.values():
-        if not op.mcp:
+        if not op.serves("mcp"):
             continue
         if spends_money(op) and not op.takes_idempotency_key:
             log.warning(

@@ -10,6 +10,7 @@ from proxyplane.adapters.rest.docs import install_docs
 from proxyplane.adapters.rest.payments import payments_router
 from proxyplane.adapters.rest.routes import add_operation
 from proxyplane.operations import REGISTRY
+from proxyplane.ops import served
 from proxyplane.platform import Platform
 
 API_PREFIX = "/api/v1"
@@ -25,7 +26,7 @@ DESCRIPTION = (
 def rest_router(platform: Platform) -> APIRouter:
     """/api/v1: one route per registry operation, plus the processors' signed payment callbacks."""
     router = APIRouter(prefix=API_PREFIX)
-    for op in REGISTRY.values():
+    for op in served("rest", REGISTRY).values():  # never an operation of another door only
         add_operation(router, platform, op)
     router.include_router(payments_router(platform))
     return router

@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from proxyplane.adapters.legacy.render import Money, date, fail
 from proxyplane.core.errors import NotFound
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.invoices import service as invoices
-from proxyplane.ops import Context, Effect, Operation
+from proxyplane.domains.legacy.wire import Money, date, fail
+from proxyplane.ops import LEGACY, Context, Effect, Operation
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.billing import Invoice
 
@@ -95,6 +95,7 @@ async def latest_invoice_id(ctx: Context, svc: Service) -> int:
 def _op(name: str, handler: Any) -> Operation:
     return Operation(
         name=f"legacy_{name}",
+        doors=LEGACY,
         summary=f"legacy API: {name}",
         method="GET",
         path=f"/api/billing/{name}",

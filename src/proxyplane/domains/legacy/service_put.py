@@ -12,16 +12,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from proxyplane.adapters.legacy.handlers import owned_service
-from proxyplane.adapters.legacy.render import CLIENT_NOT_FOUND, INVALID_IPV4, TOO_MANY, fail, timestamp
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.ips import service as ips
 from proxyplane.domains.legacy import service as legacy
+from proxyplane.domains.legacy.handlers import owned_service
+from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND, INVALID_IPV4, TOO_MANY, fail, timestamp
 from proxyplane.domains.services.ops import emit_changed
-from proxyplane.ops import Context, Effect, Operation
+from proxyplane.ops import LEGACY, Context, Effect, Operation
 from proxyplane.storage.models import Service
 
 UPDATE_LIST_LIMIT = 1  # updates per interval (X-RateLimit-Limit)
@@ -114,6 +114,7 @@ async def _refresh(ctx: Context, svc: Service) -> None:
 
 PUT = Operation(
     name="legacy_put_service",
+    doors=LEGACY,
     summary="legacy API: update a service",
     method="PUT",
     path="/api/service/{id}",

@@ -1,7 +1,7 @@
 """The legacy endpoints as operations run through `ops.invoke` (scope check, one unit of work, one
 commit). They are not registered: REST v1 and MCP do not serve them. Each handler calls the same domain
 functions the v1 operations use and returns legacy-shaped data; legacy error bodies are raised as
-LegacyError (the transaction then rolls back)."""
+Refused (the transaction then rolls back)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,29 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from proxyplane.adapters.legacy import views
-from proxyplane.adapters.legacy.billing import latest_invoice_id
-from proxyplane.adapters.legacy.render import (
-    CLIENT_NOT_FOUND,
-    PRODUCT_NOT_FOUND,
-    SETIP_REQUIRED,
-    UNPROCESSABLE,
-    LegacyError,
-    Money,
-    fail,
-)
 from proxyplane.core.errors import DomainError
 from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.catalog import service as catalog
 from proxyplane.domains.legacy import products as legacy_products
+from proxyplane.domains.legacy import views
+from proxyplane.domains.legacy.billing import latest_invoice_id
+from proxyplane.domains.legacy.wire import (
+    CLIENT_NOT_FOUND,
+    PRODUCT_NOT_FOUND,
+    SETIP_REQUIRED,
+    UNPROCESSABLE,
+    Money,
+    Refused,
+    fail,
+)
 from proxyplane.domains.orders import service as orders
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.services.ops import emit_changed
 from proxyplane.domains.stock import service as stock
-from proxyplane.ops import Context, Effect, Operation
+from proxyplane.ops import LEGACY, Context, Effect, Operation
 from proxyplane.storage.models import Service
 
 ORDER_FIELDS = ("productId", "productName", "price", "groupId", "groupName", "created_at")
@@ -163,7 +163,7 @@ async def order_product(ctx: Context, data: ProductOrder) -> dict[str, Any]:
                 postgres=ctx.uow.dialect == "postgresql",
             )
             charged = svc.wallet_paid_cents if created else 0
-    except LegacyError:
+    except Refused:
         raise
     except DomainError:
         raise fail() from None
@@ -223,6 +223,7 @@ async def _default_parameters(ctx: Context, product: legacy_products.LegacyProdu
 def op(name: str, handler: Any, scopes: set[str], effect: Effect = Effect.READ) -> Operation:
     return Operation(
         name=f"legacy_{name}",
+        doors=LEGACY,
         summary=f"legacy API: {name}",
         method="GET" if effect == Effect.READ else "POST",
         path=f"/api/{name}",

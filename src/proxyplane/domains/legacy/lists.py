@@ -19,16 +19,16 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from proxyplane.adapters.legacy.handlers import owned_service
-from proxyplane.adapters.legacy.render import CLIENT_NOT_FOUND
 from proxyplane.core.clock import utcnow
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
+from proxyplane.domains.legacy.handlers import owned_service
+from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND
 from proxyplane.domains.services import service as services
 from proxyplane.domains.usage import service as usage
 from proxyplane.gateway.local_ips import inactive_by_prefixes
-from proxyplane.ops import Context, Effect, Operation
+from proxyplane.ops import LEGACY, Context, Effect, Operation
 from proxyplane.storage.models import ServiceIp, StockIp
 
 TYPES = ("http-ip", "socks-ip", "http-auth", "ppr-http", "ppr-socks")
@@ -159,6 +159,7 @@ def _ip_order(address: str) -> tuple[int, int]:
 def _op(name: str, handler: Any, input_model: type[BaseModel], scopes: set[str]) -> Operation:
     return Operation(
         name=f"legacy_{name}",
+        doors=LEGACY,
         summary=f"legacy API: {name}",
         method="GET",
         path=f"/api/{name}",

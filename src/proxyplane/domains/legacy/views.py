@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.adapters.legacy.render import Money, date, timestamp
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.legacy import service as legacy
 from proxyplane.domains.legacy.products import GROUPS, LegacyProduct
+from proxyplane.domains.legacy.wire import Money, date, timestamp
 from proxyplane.domains.pricing import PriceBook
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Service
