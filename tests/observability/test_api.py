@@ -118,3 +118,11 @@ async def test_mcp_tool_calls_counted(platform: Platform, account: Account) -> N
         )
         == 2
     )
+
+
+async def test_plain_starlette_routes_are_labelled_by_path(client: httpx.AsyncClient) -> None:
+    before = parse((await client.get("/metrics")).text)
+    assert (await client.get("/api/v1/openapi.json")).status_code == 200
+    after = parse((await client.get("/metrics")).text)
+    labels = {"method": "GET", "route": "/api/v1/openapi.json", "status": "200"}
+    assert delta(after, before, "proxyplane_http_requests_total", **labels) == 1

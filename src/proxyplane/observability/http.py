@@ -52,7 +52,14 @@ def request_id(scope: Scope) -> str:
 
 
 def route_of(scope: Scope) -> str:
+    """The matched route's path template; FastAPI routes leave it in the scope, plain Starlette routes
+    (the OpenAPI document, the docs) only their endpoint, so those are looked up (only then)."""
     route = scope.get("route")
+    if route is None and "endpoint" in scope:
+        for candidate in getattr(getattr(scope.get("app"), "router", None), "routes", ()):
+            if getattr(candidate, "endpoint", None) is scope["endpoint"]:
+                route = candidate
+                break
     path = getattr(route, "path", None)
     return str(path) if path else "unmatched"
 
