@@ -1,7 +1,8 @@
 """Where customers connect to the rotating gateway: always the gateway's configuration
 (PROXYPLANE_GATEWAY_HOST / HTTP_PORT / HTTPS_PORT / SOCKS_PORT), read when asked. Catalog products and
 services sold before issue 22 carry a stored copy under the key "gateway" (the demo catalog stored
-8080/1080); it is never shown: `without_stored_gateway` drops it from what customers read."""
+8080/1080); it is never shown: `without_stored_gateway` drops it from what customers read. Static services
+are reached at `<exit IP>:<static port>` (`static_ports`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,26 @@ def rotating_gateway(settings: GatewaySettings | None = None) -> RotatingGateway
         http_port=port_or_none(gw.http_port),
         https_port=port_or_none(gw.https_port),
         socks5_port=port_or_none(gw.socks_port),
+    )
+
+
+@dataclass(frozen=True)
+class StaticPorts:
+    """The ports of static services: customers connect to `<exit IP>:<port>` (the exit IP is the address
+    dialed, served by one wildcard listener per port)."""
+
+    http_port: int
+    https_port: int | None  # None: not opened (configured as -1)
+    socks5_port: int
+
+
+def static_ports(settings: GatewaySettings | None = None) -> StaticPorts:
+    """The one rule for static endpoints, read by every door (v1 proxy_ips, the legacy iplist)."""
+    gw = settings or GatewaySettings()
+    return StaticPorts(
+        http_port=gw.static_http_port,
+        https_port=port_or_none(gw.static_https_port),
+        socks5_port=gw.static_socks_port,
     )
 
 

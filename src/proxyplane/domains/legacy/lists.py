@@ -20,8 +20,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from proxyplane.core.clock import utcnow
-from proxyplane.core.gateway_settings import GatewaySettings
-from proxyplane.core.rotating_gateway import rotating_gateway
+from proxyplane.core.rotating_gateway import rotating_gateway, static_ports
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy.handlers import owned_service
 from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND
@@ -75,8 +74,8 @@ async def ip_list(ctx: Context, ref: ListRef) -> list[Entry] | None:
         if port is None:  # that listener is not opened
             return []
         return [Entry(host=rgw.host, port=port, login=login, password=password, scheme=scheme)]
-    gw = GatewaySettings()
-    http_port, socks_port = gw.static_http_port, gw.static_socks_port
+    ports = static_ports()  # the same rule as v1 proxy_ips
+    http_port, socks_port = ports.http_port, ports.socks5_port
     out = []
     for ip in await services.service_ips(ctx.session, svc.service_id):
         if ref.typel == "http-ip":

@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import IPV4, documented
 from proxyplane.core.errors import Conflict, ValidationFailed, declares
-from proxyplane.core.gateway_settings import GatewaySettings, port_or_none
-from proxyplane.core.rotating_gateway import rotating_gateway
+from proxyplane.core.gateway_settings import GatewaySettings
+from proxyplane.core.rotating_gateway import rotating_gateway, static_ports
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
@@ -114,13 +114,13 @@ class WhitelistOut(BaseModel):
 
 
 def endpoint(ip: str, country: str, gw: GatewaySettings) -> EndpointOut:
-    https = port_or_none(gw.static_https_port)
+    ports = static_ports(gw)
     return EndpointOut(
         ip=ip,
         country=country,
-        http=f"{ip}:{gw.static_http_port}",
-        https=f"{ip}:{https}" if https is not None else None,
-        socks5=f"{ip}:{gw.static_socks_port}",
+        http=f"{ip}:{ports.http_port}",
+        https=f"{ip}:{ports.https_port}" if ports.https_port is not None else None,
+        socks5=f"{ip}:{ports.socks5_port}",
     )
 
 
