@@ -59,21 +59,23 @@ POLL_SECONDS = Histogram(
 )
 
 _bytes_up, _bytes_down = BYTES.labels("up"), BYTES.labels("down")
-_refused: dict[str, Any] = {}
+_refused: dict[str, tuple[Any, ...]] = {}
 _last_flush = time.time()
 
 
 def error(reason: str) -> None:
-    """One refusal or upstream error (``Context.error``)."""
-    if reason in UPSTREAM_CATEGORIES:
-        UPSTREAM_ERRORS.labels(reason).inc()
-        return
-    child = _refused.get(reason)
-    if child is None:
-        child = _refused[reason] = REFUSED.labels(reason)
-    child.inc()
-    if reason in AUTH_REASONS:
-        AUTH_FAILURES.labels(reason).inc()
+    """One refusal or upstream error (``Context.error``); the labelled children are looked up once."""
+    children = _refused.get(reason)
+    if children is None:
+        if reason in UPSTREAM_CATEGORIES:
+            children = (UPSTREAM_ERRORS.labels(reason),)
+        elif reason in AUTH_REASONS:
+            children = (REFUSED.labels(reason), AUTH_FAILURES.labels(reason))
+        else:
+            children = (REFUSED.labels(reason),)
+        _refused[reason] = children
+    for child in children:
+        child.inc()
 
 
 def opened(requests: int, connections: int) -> None:
