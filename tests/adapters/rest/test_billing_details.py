@@ -65,6 +65,8 @@ async def test_billing_details_on_profile_and_invoice(
     ):
         assert expected in text, (expected, text)
     assert "proxy_isp" not in text
+    ledger = (await client.get(f"{API}/customer/wallet/ledger", headers=bearer(key))).json()["items"]
+    assert ledger[0]["kind"] == "purchase" and "8 ISP IPs" in ledger[0]["description"]
 
     cleared = await client.patch(f"{API}/customer/me", json={"billing_company": ""}, headers=bearer(key))
     assert cleared.json()["billing_company"] == "" and cleared.json()["billing_vat_id"] == "DE123456789"

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import CENTS_MAX, INT32_MAX
 from proxyplane.core.errors import ValidationFailed
+from proxyplane.core.product_names import humanize
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.wallet import deposits, service
 from proxyplane.ops import Context, Effect, Operation, register
@@ -105,7 +106,7 @@ async def get_ledger(ctx: Context, q: LedgerQuery) -> LedgerPage:
             amount_cents=e.amount_cents,
             balance_after_cents=e.balance_after_cents,
             kind=e.kind,
-            description=e.description,
+            description=humanize(e.description),  # display names, not proxy_* ids (issue 22.8)
             service_id=e.service_id,
             invoice_id=e.invoice_id,
             deposit_id=e.deposit_id,
@@ -166,6 +167,7 @@ BALANCE = Operation(
     output=Balance,
     scopes=frozenset({Scope.wallet_read}),
     tags=("wallet",),
+    doors=frozenset({"rest", "mcp", "legacy"}),  # legacy: GET /api/billing/credit
 )
 LEDGER = Operation(
     name="get_ledger",
