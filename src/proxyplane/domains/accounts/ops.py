@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from proxyplane.core.bounds import documented
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.billing import TAX_ID, get_billing, set_billing
 from proxyplane.domains.accounts.service import get_customer
@@ -35,13 +36,16 @@ class ProfileUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    phone: str | None = Field(default=None, max_length=30)
+    phone: str | None = Field(
+        default=None, max_length=30, json_schema_extra=documented(pattern=r"^$|^\+?[0-9 ()\-.]{4,30}$")
+    )
     billing_company: str | None = Field(default=None, max_length=200)
     billing_address: str | None = Field(default=None, max_length=500, description="lines separated by \\n")
     billing_vat_id: str | None = Field(
         default=None,
         max_length=40,
         description="VAT / tax id, e.g. DE123456789; letters, digits, . - / space",
+        json_schema_extra=documented(pattern=r"^\s*$|^\s*[A-Za-z0-9][A-Za-z0-9 .\-/]{1,39}\s*$"),
     )
 
     @field_validator("billing_vat_id")

@@ -88,7 +88,7 @@ class AddonRef(BaseModel):
     addon_id: uuid.UUID
 
 
-class CancelOut(BaseModel):
+class AddonCancelOut(BaseModel):
     addon: AddonOut
     refunded_cents: int = Field(description="total refunded for this add-on")
 
@@ -164,12 +164,12 @@ async def buy_addon(ctx: Context, data: PurchaseIn) -> PurchaseOut:
     )
 
 
-async def cancel_addon(ctx: Context, data: AddonRef) -> CancelOut:
+async def cancel_addon(ctx: Context, data: AddonRef) -> AddonCancelOut:
     svc = await services.get_owned(ctx.session, ctx.customer_id, data.service_id)
     addon = await addons.get_addon(ctx.session, svc, data.addon_id)
     await addons.cancel(ctx.session, addon)
     emit_changed(ctx, svc.service_id)
-    return CancelOut(addon=addon_out(addon), refunded_cents=addon.refunded_cents)
+    return AddonCancelOut(addon=addon_out(addon), refunded_cents=addon.refunded_cents)
 
 
 AVAILABLE = Operation(
@@ -214,7 +214,7 @@ CANCEL = Operation(
     path="/billing/services/{service_id}/addons/{addon_id}",
     handler=cancel_addon,
     input=AddonRef,
-    output=CancelOut,
+    output=AddonCancelOut,
     scopes=frozenset({Scope.services_write}),
     effect=Effect.WRITE,
     tags=("add-ons",),

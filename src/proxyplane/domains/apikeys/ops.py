@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from proxyplane.core.bounds import CENTS_MAX
 from proxyplane.core.scopes import Scope
@@ -44,16 +44,21 @@ class ApiKeyCreate(BaseModel):
         default=None,
         ge=0,
         le=CENTS_MAX,
-        strict=True,  # false is not 0
         description="optional cap: most this key may charge to the wallet per UTC day",
     )
     spend_limit_total_cents: int | None = Field(
         default=None,
         ge=0,
         le=CENTS_MAX,
-        strict=True,  # false is not 0
         description="optional cap: most this key may charge to the wallet in total",
     )
+
+    @field_validator("spend_limit_daily_cents", "spend_limit_total_cents", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: object) -> object:
+        if isinstance(value, bool):  # JSON false is not 0 cents
+            raise ValueError("a cap is a number of cents, not a boolean")
+        return value
 
 
 class ApiKeyCreated(ApiKeyRecord):
