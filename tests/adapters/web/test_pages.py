@@ -166,7 +166,13 @@ async def test_ticket_opened_replied_and_closed_in_pages(client: httpx.AsyncClie
     assert r.status_code == 303
     url = r.headers["location"]
     tid = url.rsplit("/", 1)[1]
-    await post_form(client, url, f"{url}/reply", {"message": "More details"})
+    page = await client.get(url)
+    token = re.search(r'name="form_token" value="([^"]+)"', page.text)
+    assert token
+    reply = {"csrf": csrf_of(page), "form_token": token.group(1), "message": "More details"}
+    assert (await client.post(f"{url}/reply", data=reply)).status_code == 303
+    again = await client.post(f"{url}/reply", data=reply)  # the same reply form sent again
+    assert "already sent" in (await follow(client, again)).text
     api = (await client.get(f"/api/v1/customer/tickets/{tid}", headers=bearer(key))).json()
     assert [m["body"] for m in api["messages"]] == ["Line one\nline two", "More details"]
     closed = await post_form(client, url, f"{url}/close", {})

@@ -62,7 +62,9 @@ async def open_ticket(request: Request) -> Response:
 
 async def _ticket(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:
     ticket = await call(request, "get_ticket", {"ticket_id": ticket_id(request)})
-    return render(request, "ticket.html", status=status, ticket=ticket, errors=errors or {})
+    return render(
+        request, "ticket.html", status=status, ticket=ticket, form_token=new_token(), errors=errors or {}
+    )
 
 
 @router.get("/tickets/{ticket_id}")
@@ -76,11 +78,14 @@ async def reply(request: Request) -> Response:
     await require_login(request)
     data = await form(request)
     tid = ticket_id(request)
+    if not await claim(request, "reply_ticket", data):
+        return redirect(request, f"/tickets/{tid}", "That reply was already sent (once).")
     try:
         await call(
             request, "reply_ticket", {"ticket_id": tid, "message": str(data.get("message", "")).strip()}
         )
     except DomainError as exc:
+        await release(request, "reply_ticket", data)
         return await _ticket(request, exc.http_status, {"reply": exc.message})
     return redirect(request, f"/tickets/{tid}", "Reply sent.")
 
