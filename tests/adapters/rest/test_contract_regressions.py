@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from proxyplane.core.bounds import CENTS_MAX, INT32_MAX
+from proxyplane.core.settings import Settings
 from tests.support import Account, bearer
 
 pytestmark = pytest.mark.anyio
@@ -112,3 +113,18 @@ async def test_booleans_are_not_numbers_and_strings_are_not_booleans(
     countries = spec["paths"][f"{API}/billing/countries"]["get"]["parameters"]
     geo = next(p for p in countries if p["name"] == "geo_source")
     assert geo["schema"]["enum"] == ["maxmind", "ripe"]
+
+
+async def test_a_nul_character_is_never_a_server_error(
+    client: httpx.AsyncClient, account: Account, settings: Settings
+) -> None:
+    key = await account.key()
+    body = {"subject": "nul \x00 here", "message": "hello"}
+    r = await client.post(f"{API}/customer/tickets", json=body, headers=bearer(key))
+    if settings.resolved_database_url().startswith("postgresql"):  # PostgreSQL cannot store it: refused
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"]["errors"][0]["type"] == "string_nul"
+        tickets = await client.get(f"{API}/customer/tickets", headers=bearer(key))
+        assert tickets.json()["total"] == 0  # nothing half-written
+    else:  # SQLite stores the text as sent
+        assert r.status_code == 201, r.text

@@ -3,7 +3,8 @@
 A method a path does not serve answers 405 with `Allow` listing every method of that path (several
 routes share a path); a request whose only fault is a path segment that names another resource
 (`DELETE .../addons/available` against `.../addons/{addon_id}`) answers 405 too, not 422. A body that
-cannot even be decoded is 422 `validation_error` like any invalid JSON (FastAPI's own 400 is not used)."""
+cannot even be decoded is 422 `validation_error` like any invalid JSON (FastAPI's own 400 is not used), and
+so is a text with a NUL character that PostgreSQL refuses to store (the unit of work has rolled back)."""
 
 import re
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 from proxyplane.core.errors import DomainError, Unauthorized
@@ -32,6 +34,7 @@ def error_response(status: int, body: dict[str, Any], headers: dict[str, str] | 
     return JSONResponse({"detail": body}, status_code=status, headers=headers)
 
 
+NUL_REFUSED = 'invalid byte sequence for encoding "UTF8": 0x00'  # PostgreSQL on a "\x00" in a text
 BODY_UNREADABLE = "There was an error parsing the body"  # FastAPI's 400 for a body it cannot decode
 
 
@@ -87,6 +90,17 @@ def install(app: FastAPI) -> None:
             if shadowed:
                 return not_allowed(shadowed)
         return validation_response(errors)
+
+    @app.exception_handler(DBAPIError)
+    async def _database(_: Request, exc: DBAPIError) -> JSONResponse:
+        if NUL_REFUSED not in str(exc.orig):
+            raise exc  # a real server error: 500
+        error = {
+            "loc": ["body"],
+            "msg": "text must not contain NUL (\\u0000) characters",
+            "type": "string_nul",
+        }
+        return validation_response([error])
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
