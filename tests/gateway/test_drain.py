@@ -118,3 +118,52 @@ async def usage(platform: Platform, sid: str) -> tuple[int, int]:
             )
         ).one()
     return int(up or 0), int(down or 0)
+
+
+@pytest.mark.parametrize("path", ["engine", "python"])
+async def test_drain_in_process_on_both_tunnel_paths(
+    client: httpx.AsyncClient,
+    platform: Platform,
+    account: Account,
+    tcp_echo,
+    tmp_path: Path,
+    path,
+    monkeypatch,
+) -> None:
+    """The node's drain itself, on the C engine and on the pure-Python protocols: listeners closed at once,
+    open tunnels go on, drain() returns as soon as the last one closes (0 left), usage exact."""
+    from proxyplane.gateway import server as server_module
+    from proxyplane.gateway.node import GatewayNode
+    from tests.observability.support import static_service
+
+    from .test_store_static import node_settings
+
+    if path == "python":
+        monkeypatch.setattr(server_module, "available", lambda: False)
+    svc = await static_service(client, platform, account)
+    settings = node_settings([svc.exit_ip])
+    node = GatewayNode(platform.db, platform.secrets, settings, home=tmp_path)
+    await node.start()
+    proxy, auth = (svc.exit_ip, settings.static_http_port), basic(svc.login, svc.password)
+    target = f"127.0.0.1:{tcp_echo.port}"
+    try:
+        before = await usage(platform, svc.service_id)
+        tunnels = []
+        for _ in range(10):
+            code, reader, writer = await connect_tunnel(proxy, target, auth)
+            assert code == 200
+            tunnels.append((reader, writer))
+        draining = asyncio.ensure_future(node.drain(20.0))
+        await asyncio.sleep(0.2)
+        assert node.not_ready() == "draining" and not draining.done()
+        with pytest.raises((OSError, asyncio.IncompleteReadError)):
+            await connect_tunnel(proxy, target, auth)
+        for reader, writer in tunnels:
+            writer.write(CHUNK)
+            assert await asyncio.wait_for(reader.readexactly(len(CHUNK)), 5) == CHUNK
+            writer.close()
+        assert await asyncio.wait_for(draining, 10) == 0
+    finally:
+        await node.close()  # the final flush
+    after = await usage(platform, svc.service_id)
+    assert after[0] - before[0] == 10 * len(CHUNK) and after[1] - before[1] == 10 * len(CHUNK)

@@ -9,6 +9,7 @@ import socket
 import httpx
 import pytest
 
+from proxyplane.gateway import server as server_module
 from proxyplane.gateway.node import GatewayNode
 from proxyplane.platform import Platform
 from tests.gateway.clients import basic, connect_tunnel, http_get
@@ -42,9 +43,12 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.parametrize("path", ["engine", "python"])
 async def test_counters_move_by_what_was_sent(
-    client: httpx.AsyncClient, platform: Platform, account: Account, tmp_path
+    client: httpx.AsyncClient, platform: Platform, account: Account, tmp_path, path, monkeypatch
 ) -> None:
+    if path == "python":  # the pure-Python protocols (where the C tunnel engine is not built)
+        monkeypatch.setattr(server_module, "available", lambda: False)
     svc = await static_service(client, platform, account)
     settings = node_settings([svc.exit_ip]).model_copy(update={"metrics_port": 0})
     echo = await echo_server()
