@@ -129,30 +129,41 @@ async def upsert(
         await session.execute(stmt)
 
 
+async def add_usage(
+    session: Any, sqlite: bool, minutes: list[dict[str, Any]], errors: list[dict[str, Any]]
+) -> None:
+    """Add minute rows (usage_minutes values) and error rows (usage_errors values) to their tables AND
+    to the hourly/daily rollups, by the same additive upsert, in the caller's transaction. Every writer
+    of the minute tables goes through here (tests/domains/usage/test_rollup_writers.py checks the
+    source), so a rollup bucket always equals the sum of its minutes."""
+    insert = sqlite_insert if sqlite else pg_insert
+    await upsert(session, insert, UsageMinute, minutes, ["service_id", "minute", "host"], COUNTERS)
+    await upsert(
+        session,
+        insert,
+        UsageRollup,
+        rollup_values(minutes, "host", COUNTERS),
+        ["service_id", "span", "bucket", "host"],
+        COUNTERS,
+    )
+    await upsert(session, insert, UsageError, errors, ["service_id", "minute", "host", "category"], ["count"])
+    await upsert(
+        session,
+        insert,
+        UsageErrorRollup,
+        rollup_values(errors, "category", ("count",)),
+        ["service_id", "span", "bucket", "category"],
+        ["count"],
+    )
+
+
 async def write_usage(db: Database, rows: list[UsageRow]) -> None:
     minutes, errors = usage_values(rows)
     exit_errors = exit_error_values(rows)
     insert = sqlite_insert if db.is_sqlite else pg_insert
     async with db.unit_of_work(write=True) as uow:
         s = uow.session
-        await upsert(s, insert, UsageMinute, minutes, ["service_id", "minute", "host"], COUNTERS)
-        await upsert(
-            s,
-            insert,
-            UsageRollup,
-            rollup_values(minutes, "host", COUNTERS),
-            ["service_id", "span", "bucket", "host"],
-            COUNTERS,
-        )
-        await upsert(s, insert, UsageError, errors, ["service_id", "minute", "host", "category"], ["count"])
-        await upsert(
-            s,
-            insert,
-            UsageErrorRollup,
-            rollup_values(errors, "category", ("count",)),
-            ["service_id", "span", "bucket", "category"],
-            ["count"],
-        )
+        await add_usage(s, db.is_sqlite, minutes, errors)
         await upsert(
             s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
         )

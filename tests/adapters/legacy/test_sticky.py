@@ -9,8 +9,9 @@ import pytest
 
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.services import service as services
+from proxyplane.gateway.usage_sink import add_usage
 from proxyplane.platform import Platform
-from proxyplane.storage.models.gateway import StickySession, UsageMinute
+from proxyplane.storage.models.gateway import StickySession
 from tests.adapters.legacy.support import JSON, auth, buy, rotating_product, static_product
 from tests.domains.stock.support import fresh_stock
 from tests.support import Account, bearer, make_account
@@ -140,24 +141,20 @@ async def test_stats_rate_errors(client: httpx.AsyncClient, platform: Platform, 
     r = await client.get(f"/api/rate/{number}", headers=auth(account))
     assert (r.status_code, r.content) == (200, b'[{"limit":1000,"rate":0}]')
     now = utcnow().replace(second=0, microsecond=0)
+    minutes = [
+        {"service_id": uuid.UUID(sid), "minute": now, "host": host, "requests": n, "connections": n}
+        | {"bytes_up": 100, "bytes_down": 1000, "errors": 0}
+        for host, n in (("a.example", 7), ("b.example", 5))
+    ]
+    # 3 days back (read from the daily rollups) and 31 days back (outside the 30 days)
+    for back, n in ((timedelta(days=3, minutes=7), 4), (timedelta(days=31), 9)):
+        minutes.append(minutes[0] | {"minute": now - back, "requests": n})
     async with platform.db.unit_of_work() as uow:
-        for host, n in (("a.example", 7), ("b.example", 5)):
-            uow.session.add(
-                UsageMinute(
-                    service_id=uuid.UUID(sid),
-                    minute=now,
-                    host=host,
-                    requests=n,
-                    connections=n,
-                    bytes_up=100,
-                    bytes_down=1000,
-                    errors=0,
-                )
-            )
+        await add_usage(uow.session, platform.db.is_sqlite, minutes, [])
         await uow.commit()
-    day = now.strftime("%Y-%m-%d")
+    day, before = now.strftime("%Y-%m-%d"), (now - timedelta(days=3, minutes=7)).strftime("%Y-%m-%d")
     r = await client.get(f"/api/stats/{number}", headers=auth(account))
-    assert r.content == f'[{{"date":"{day}","rate":12}}]'.encode()
+    assert r.content == f'[{{"date":"{before}","rate":4}},{{"date":"{day}","rate":12}}]'.encode()
     r = await client.get(f"/api/rate/{number}", headers=auth(account))
     assert r.content == b'[{"limit":1000,"rate":12}]'
     await account.credit(1)

@@ -124,8 +124,9 @@ async def stats(ctx: Context, ref: StickyRef) -> list[dict[str, Any]]:
     end = utcnow()
     start = (end - timedelta(days=STATS_DAYS - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
     days: dict[str, list[int]] = {}
-    for minute, t in await usage.series(ctx.session, svc.service_id, start, end):
-        day = days.setdefault(minute.strftime("%Y-%m-%d"), [0, 0])
+    # per UTC day from the daily rollups (start is a UTC midnight, so each point is one whole day)
+    for at, t in await usage.series(ctx.session, svc.service_id, start, end, "day"):
+        day = days.setdefault(at.strftime("%Y-%m-%d"), [0, 0])
         day[0] += t.requests
         day[1] += t.bytes_up + t.bytes_down
     return [{"date": d, "rate": _amount(plan, r, b)} for d, (r, b) in sorted(days.items())]
