@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -17,10 +18,13 @@ from proxyplane.core.errors import DomainError
 from proxyplane.domains.legacy import billing, handlers, lists, service_put, sticky
 from proxyplane.domains.legacy.wire import UNPROCESSABLE, Money, Refused
 from proxyplane.operations import REGISTRY
-from proxyplane.ops import Caller, invoke
+from proxyplane.ops import Caller, Operation, invoke
 from proxyplane.platform import Platform
 
 Endpoint = Callable[[Request, Caller], Awaitable[Response]]
+# (method, path) -> the registered operation the route runs: the door's table (docs/architecture.md)
+ROUTES: dict[tuple[str, str], Operation] = {}
+_ROUTE_OP: ContextVar[Operation | None] = ContextVar("legacy_route_op", default=None)
 CSV_TYPE = "text/csv; charset=UTF-8"
 
 
@@ -40,9 +44,15 @@ async def _body(request: Request) -> dict[str, Any]:
 def legacy_router(platform: Platform) -> APIRouter:
     router = APIRouter(prefix="/api", include_in_schema=False)
 
-    def route(path: str, method: str = "GET") -> Callable[[Endpoint], Endpoint]:
+    def route(path: str, op: Operation, method: str = "GET") -> Callable[[Endpoint], Endpoint]:
+        """`op`: the registered operation this route runs (served by the legacy door)."""
+        if not op.serves("legacy"):
+            raise ValueError(f"{op.name} is not served by the legacy door")
+        ROUTES[(method, f"/api{path}")] = op
+
         def wrap(fn: Endpoint) -> Endpoint:
             async def endpoint(request: Request) -> Response:
+                token = _ROUTE_OP.set(op)
                 try:
                     caller = await authenticate(platform, request)
                     return await fn(request, caller)
@@ -52,44 +62,48 @@ def legacy_router(platform: Platform) -> APIRouter:
                     return error(exc.message, exc.status, exc.headers)
                 except DomainError:
                     return error(UNPROCESSABLE)
+                finally:
+                    _ROUTE_OP.reset(token)
 
             router.add_api_route(path, endpoint, methods=[method], name=f"legacy {method} {path}")
             return fn
 
         return wrap
 
-    async def run(op: Any, caller: Caller, data: Any) -> Any:
+    async def run(op: Operation, caller: Caller, data: Any) -> Any:
+        if op is not _ROUTE_OP.get():
+            raise RuntimeError(f"a legacy route ran {op.name}, not the operation it declares")
         return await invoke(platform, op, caller, data)
 
     def param(request: Request, name: str) -> str:
         return str(request.path_params.get(name, ""))
 
-    @route("/clients")
+    @route("/clients", handlers.CLIENTS)
     async def clients(request: Request, caller: Caller) -> Response:
         return json_response(await run(handlers.CLIENTS, caller, handlers.Ref()))
 
-    @route("/billing/credit")
+    @route("/billing/credit", REGISTRY["get_balance"])
     async def credit(request: Request, caller: Caller) -> Response:
         balance = await run(REGISTRY["get_balance"], caller, None)
         return json_response({"credit": Money(balance.balance_cents)})
 
-    @route("/billing/invoices")
+    @route("/billing/invoices", billing.INVOICES)
     async def invoices(request: Request, caller: Caller) -> Response:
         return json_response(await run(billing.INVOICES, caller, billing.InvoiceRef()))
 
-    @route("/billing/invoice/{id}")
+    @route("/billing/invoice/{id}", billing.INVOICE)
     async def invoice(request: Request, caller: Caller) -> Response:
         return json_response(await run(billing.INVOICE, caller, billing.InvoiceRef(id=param(request, "id"))))
 
-    @route("/services")
+    @route("/services", handlers.SERVICES)
     async def services(request: Request, caller: Caller) -> Response:
         return json_response(await run(handlers.SERVICES, caller, handlers.Ref()))
 
-    @route("/service/{id}")
+    @route("/service/{id}", handlers.SERVICE)
     async def service(request: Request, caller: Caller) -> Response:
         return json_response(await run(handlers.SERVICE, caller, handlers.Ref(id=param(request, "id"))))
 
-    @route("/service/{id}", "PUT")
+    @route("/service/{id}", service_put.PUT, "PUT")
     async def put_service(request: Request, caller: Caller) -> Response:
         body = await _body(request)
         data = service_put.PutService(
@@ -100,22 +114,22 @@ def legacy_router(platform: Platform) -> APIRouter:
         )
         return json_response(await run(service_put.PUT, caller, data))
 
-    @route("/products")
+    @route("/products", handlers.PRODUCTS)
     async def products(request: Request, caller: Caller) -> Response:
         return json_response(await run(handlers.PRODUCTS, caller, handlers.Ref()))
 
-    @route("/products/orderby/{field}")
+    @route("/products/orderby/{field}", handlers.PRODUCTS)
     async def products_ordered(request: Request, caller: Caller) -> Response:
         field = param(request, "field")
         if field not in handlers.ORDER_FIELDS:
             return error(UNPROCESSABLE)
         return json_response(await run(handlers.PRODUCTS, caller, handlers.Ref(id=field)))
 
-    @route("/product/{pid}")
+    @route("/product/{pid}", handlers.PRODUCT)
     async def product(request: Request, caller: Caller) -> Response:
         return json_response(await run(handlers.PRODUCT, caller, handlers.Ref(id=param(request, "pid"))))
 
-    @route("/product/{pid}", "POST")
+    @route("/product/{pid}", handlers.ORDER, "POST")
     async def order_product(request: Request, caller: Caller) -> Response:
         body = await _body(request)
         data = handlers.ProductOrder(
@@ -123,7 +137,7 @@ def legacy_router(platform: Platform) -> APIRouter:
         )
         return json_response(await run(handlers.ORDER, caller, data))
 
-    @route("/iplist/{typel}/{formatl}/{id}")
+    @route("/iplist/{typel}/{formatl}/{id}", lists.IPLIST)
     async def iplist(request: Request, caller: Caller) -> Response:
         ref = lists.ListRef(
             id=param(request, "id"), typel=param(request, "typel"), formatl=param(request, "formatl")
@@ -139,40 +153,40 @@ def legacy_router(platform: Platform) -> APIRouter:
             return text_response(lists.as_csv(entries), media_type=CSV_TYPE)
         return text_response(lists.as_txt(entries))
 
-    @route("/networkstatus/inactive/{id}")
+    @route("/networkstatus/inactive/{id}", lists.INACTIVE)
     async def inactive(request: Request, caller: Caller) -> Response:
         return json_response(await run(lists.INACTIVE, caller, lists.StatusRef(id=param(request, "id"))))
 
-    @route("/networkstatus/errors/{id}")
+    @route("/networkstatus/errors/{id}", lists.ERRORS)
     async def errors(request: Request, caller: Caller) -> Response:
         return json_response(await run(lists.ERRORS, caller, lists.StatusRef(id=param(request, "id"))))
 
-    @route("/stats/{id}")
+    @route("/stats/{id}", sticky.STATS)
     async def stats(request: Request, caller: Caller) -> Response:
         return json_response(await run(sticky.STATS, caller, sticky.StickyRef(id=param(request, "id"))))
 
-    @route("/rate/{id}")
+    @route("/rate/{id}", sticky.RATE)
     async def rate(request: Request, caller: Caller) -> Response:
         return json_response(await run(sticky.RATE, caller, sticky.StickyRef(id=param(request, "id"))))
 
-    @route("/sticky/list/{id}")
+    @route("/sticky/list/{id}", sticky.LIST)
     async def sticky_list(request: Request, caller: Caller) -> Response:
         return json_response(await run(sticky.LIST, caller, sticky.StickyRef(id=param(request, "id"))))
 
-    @route("/sticky/rotate/{id}/{server}/{session}")
+    @route("/sticky/rotate/{id}/{server}/{session}", sticky.ROTATE)
     async def sticky_rotate(request: Request, caller: Caller) -> Response:
         ref = sticky.StickyRef(
             id=param(request, "id"), server=param(request, "server"), session=param(request, "session")
         )
         return json_response(await run(sticky.ROTATE, caller, ref))
 
-    @route("/sticky/changettl/{id}/{ttl}")
+    @route("/sticky/changettl/{id}/{ttl}", sticky.TTL)
     async def sticky_ttl(request: Request, caller: Caller) -> Response:
         ref = sticky.StickyRef(id=param(request, "id"), ttl=param(request, "ttl"))
         result = await run(sticky.TTL, caller, ref)
         return text_response("") if result is None else json_response(result)
 
-    @route("/sticky/resetall/{id}")
+    @route("/sticky/resetall/{id}", sticky.RESET)
     async def sticky_reset(request: Request, caller: Caller) -> Response:
         return json_response(await run(sticky.RESET, caller, sticky.StickyRef(id=param(request, "id"))))
 
