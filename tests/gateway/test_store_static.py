@@ -179,14 +179,23 @@ async def test_static_service_through_two_nodes(
         }
         u = (await client.get(f"{API}/{sid}/usage", params=window, headers=bearer(key))).json()
         assert u["bytes_up"] == origin.bytes_in and u["bytes_down"] == counted.received
-        assert u["requests"] == len(origin.seen) and u["errors"] == 0
+        assert u["requests"] == len(origin.seen)
+        # the refusals above are the service's only errors, each under its reason (issue 22.4): the two
+        # wrong passwords, and 127.0.0.77's tries while it was not (yet / any more) whitelisted
+        e = (await client.get(f"{API}/{sid}/usage/errors", params=window, headers=bearer(key))).json()
+        by_reason = e["errors_by_category"]
+        assert set(by_reason) == {"auth_wrong_password", "auth_not_whitelisted"}, by_reason
+        assert by_reason["auth_wrong_password"] == 2 and sum(by_reason.values()) == u["errors"]
         csv = (await client.get(f"{API}/{sid}/usage/export", params=window, headers=bearer(key))).json()
         lines = [ln.split(",") for ln in csv["csv"].strip().split("\n")[1:]]
         assert (
             sum(int(x[4]) for x in lines) == u["bytes_up"]
             and sum(int(x[5]) for x in lines) == u["bytes_down"]
         )
-        assert sum(int(x[2]) for x in lines) == u["requests"] and {x[1] for x in lines} == {"127.0.0.1"}
+        assert sum(int(x[2]) for x in lines) == u["requests"] and sum(int(x[6]) for x in lines) == u["errors"]
+        # refusals before any destination was named have no host; they carry no traffic
+        assert {x[1] for x in lines} == {"127.0.0.1", ""}
+        assert all(x[2:6] == ["0", "0", "0", "0"] for x in lines if x[1] == "")
         assert (
             await client.get(f"{API}/{sid}/usage", params={"start": window["start"]}, headers=bearer(key))
         ).status_code == 422
