@@ -1,4 +1,4 @@
-"""The documented multi-host layout (docs/deploy.md) on loopback, as scripts/layout_check.py starts it: two API
+"""The documented multi-host layout (docs/deploy.md) on loopback as scripts/layout_check.py starts it: two API
 processes, two gateway nodes and a worker on the test PostgreSQL, readiness and metrics checked, all stopped
 cleanly (issue 17). PostgreSQL only: the layout is several processes on one shared store."""
 
