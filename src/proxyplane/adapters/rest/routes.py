@@ -98,9 +98,11 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
         request: Request = kwargs["request"]
         caller = await caller_for(platform, op, request)
         data = None
-        if op.input is not None:
+        payload = kwargs.get("payload")
+        if not path_names and isinstance(payload, op.input or ()):
+            data = payload  # the body or query IS the input model, validated once by FastAPI
+        elif op.input is not None:
             values = {n: kwargs[n] for n in path_names}
-            payload = kwargs.get("payload")
             if payload is not None:
                 values.update(payload.model_dump(exclude_unset=False))
             try:
