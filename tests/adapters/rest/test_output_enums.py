@@ -19,6 +19,7 @@ EXPECTED = {
     ("TicketSummary", "status"): ["open", "answered", "closed"],
     ("MessageRecord", "author"): ["customer", "support"],
     ("QuoteError", "error"): ["insufficient_stock", "unknown_country", "order_below_minimum"],
+    ("AddonOut", "status"): ["active", "canceled"],
 }
 
 

@@ -46,7 +46,9 @@ class AddonOut(BaseModel):
     addon_id: uuid.UUID
     service_id: uuid.UUID
     addon_type: str
-    status: str = Field(description="active or canceled")
+    status: str = Field(
+        description="active or canceled", json_schema_extra=documented(enum=["active", "canceled"])
+    )
     quantity: int
     parameters: dict[str, Any]
     purchase_price_cents: int
