@@ -52,10 +52,12 @@ async def _seed_if_empty(url: str) -> None:
     from proxyplane.domains.stock.seed import seed_demo
     from proxyplane.domains.stock.service import has_stock
     from proxyplane.storage.engine import Database
+    from proxyplane.storage.migrate import SEED_LOCK, startup_lock
 
     db = Database(url)
     try:
         async with db.unit_of_work(write=True) as uow:
+            await startup_lock(uow.session, SEED_LOCK)  # several processes at once: the first seeds
             if not await has_stock(uow.session):
                 added = await seed_demo(uow.session)
                 await uow.commit()

@@ -6,9 +6,24 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, create_async_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+# PostgreSQL advisory-lock keys of the start-up steps that several processes may run at the same moment
+# (N `proxyplane serve`/`gateway` on one empty database): the second waits for the first, then finds the
+# work done. Transaction-scoped: released by the commit or rollback, never left behind by a dead process.
+MIGRATE_LOCK = 0x70705F6D696772  # "pp_migr"
+SEED_LOCK = 0x70705F73656564  # "pp_seed"
+
+
+async def startup_lock(conn: AsyncConnection | AsyncSession, key: int) -> None:
+    """Hold the start-up lock `key` until this transaction ends (PostgreSQL only; on SQLite the processes
+    of one machine share a file, and the seed's writing unit of work already begins IMMEDIATE)."""
+    dialect = conn.dialect if isinstance(conn, AsyncConnection) else conn.get_bind().dialect
+    if dialect.name == "postgresql":
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def alembic_config(url: str) -> Config:
@@ -27,6 +42,7 @@ async def upgrade(url: str, revision: str = "heads") -> None:
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
+            await startup_lock(conn, MIGRATE_LOCK)  # alembic runs in this transaction: one migrator at once
 
             def run(sync_conn: Any) -> None:
                 cfg = alembic_config(url)
