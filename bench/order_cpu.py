@@ -1,0 +1,119 @@
+"""CPU per order request in one process (issue 15.1): the real app over httpx's ASGI transport, one
+customer, N sequential orders of 7-12 IPs, then N `GET /customer/wallet/balance`; prints the process CPU
+(time.process_time: the app, SQLAlchemy/driver and the in-process client; not the database server) and
+the wall time per request. A shared machine stretches wall time far more than CPU time.
+
+    .venv/bin/python bench/order_cpu.py postgresql://postgres@127.0.0.1:55432/pp_a_bench 300
+    .venv/bin/python bench/order_cpu.py sqlite:////tmp/pp_order_cpu.db 300
+
+The database is emptied first (PostgreSQL: its public schema is DROPPED; SQLite: the file is removed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# run as `python bench/order_cpu.py`, bench/platform.py would shadow the standard library's `platform`
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import asyncio  # noqa: E402
+import random  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+
+import httpx  # noqa: E402
+from sqlalchemy import insert, text  # noqa: E402
+
+from proxyplane.core.scopes import ALL_SCOPES  # noqa: E402
+from proxyplane.core.settings import Settings  # noqa: E402
+from proxyplane.platform import Platform  # noqa: E402
+from proxyplane.storage.engine import Database  # noqa: E402
+from proxyplane.storage.migrate import upgrade  # noqa: E402
+from proxyplane.storage.models import StockIp  # noqa: E402
+
+
+async def prepare(url: str) -> None:
+    if url.startswith("postgresql"):
+        db = Database(url)
+        async with db.engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+        await db.dispose()
+    else:
+        path = url.split("///", 1)[1]
+        if os.path.exists(path):
+            os.remove(path)
+    await upgrade(url)
+
+
+async def main(url: str, n: int) -> None:
+    from proxyplane.app import create_app
+    from proxyplane.domains.accounts import service as accounts
+    from proxyplane.domains.apikeys.service import create_key
+    from proxyplane.domains.wallet.service import credit
+
+    url = Settings(database_url=url).resolved_database_url()
+    await prepare(url)
+    with tempfile.TemporaryDirectory(prefix="pp-order-cpu-") as home:
+        settings = Settings(
+            home=home, database_url=url, secret_key="bench", public_base_url="http://testserver"
+        )
+        platform = Platform(settings, Database(url))
+        async with platform.db.unit_of_work() as uow:
+            rows = [
+                {
+                    "address": f"127.20.{i >> 8}.{i & 255}",
+                    "product_kind": "proxy_datacenter",
+                    "country_maxmind": "US",
+                    "country_ripe": "US",
+                    "capacity": 5,
+                    "assigned_count": 0,
+                }
+                for i in range(1, 20_000)
+            ]
+            await uow.session.execute(insert(StockIp), rows)
+            customer = await accounts.create_customer(
+                uow.session, f"cpu-{uuid.uuid4().hex[:6]}@example.com", "bench password 1"
+            )
+            await credit(uow.session, customer.id, 500_000_000, "adjustment", "bench balance")
+            _, key = await create_key(uow.session, customer.id, "bench", frozenset(ALL_SCOPES))
+            await uow.commit()
+        headers = {"Authorization": f"Bearer {key}"}
+        transport = httpx.ASGITransport(app=create_app(platform), client=("127.0.0.9", 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+
+            async def order() -> None:
+                body = {
+                    "product_kind": "proxy_datacenter",
+                    "period_months": 1,
+                    "segments": [{"country": "US", "count": random.randint(7, 12)}],
+                    "whitelist_ips": ["127.0.0.9"],
+                    "use_balance": True,
+                    "idempotency_key": uuid.uuid4().hex,
+                }
+                r = await client.post("/api/v1/billing/composite/order", json=body, headers=headers)
+                assert r.status_code == 201, r.text
+
+            async def balance() -> None:
+                r = await client.get("/api/v1/customer/wallet/balance", headers=headers)
+                assert r.status_code == 200, r.text
+
+            for name, call in (("order", order), ("balance GET", balance)):
+                for _ in range(20):  # warm-up: statement caches, pool
+                    await call()
+                wall, cpu = time.perf_counter(), time.process_time()
+                for _ in range(n):
+                    await call()
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                print(
+                    f"{name}: CPU {cpu / n * 1000:.2f} ms, wall {wall / n * 1000:.2f} ms per request (n={n})"
+                )
+        await platform.close()
+    print("load average (1/5/15 min): " + " / ".join(f"{x:.1f}" for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 300))
