@@ -91,3 +91,12 @@ def test_domain_code_never_commits() -> None:
     bad = [(p.relative_to(SRC), line) for p in files("domains") for line in commits(p)]
     assert bad == []
     assert any(commits(p) for p in files("jobs")), "the jobs commit their own transactions"
+
+
+def test_dashboard_account_actions_commit_through_invoke() -> None:
+    """Sign up/in/out, password change and session touches are web-door operations (accounts/web_ops.py)."""
+    web = SRC / "adapters" / "web"
+    assert [(name, commits(web / name)) for name in ("sessions.py", "account.py")] == [
+        ("sessions.py", []),
+        ("account.py", []),
+    ]

@@ -2,6 +2,7 @@
 
 from proxyplane.domains.accounts import logins as _logins  # noqa: F401
 from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
+from proxyplane.domains.accounts import web_ops as _web_accounts  # noqa: F401
 from proxyplane.domains.addons import ops as _addons  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401

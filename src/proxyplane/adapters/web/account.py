@@ -11,6 +11,7 @@ from proxyplane.adapters.web.base import (
     WebRoute,
     attach_session,
     call,
+    caller,
     form,
     platform_of,
     redirect,
@@ -18,10 +19,20 @@ from proxyplane.adapters.web.base import (
     require_login,
 )
 from proxyplane.core.errors import DomainError
-from proxyplane.domains.accounts import logins
-from proxyplane.domains.accounts.service import create_customer
+from proxyplane.domains.accounts import web_ops
+from proxyplane.ops import Caller, invoke
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
+
+
+def anonymous(request: Request) -> Caller:
+    """Before sign-in: the browser's address and agent, no customer."""
+    return Caller(
+        customer_id=None,
+        client_ip=sessions.client_ip(request),
+        channel="web",
+        user_agent=request.headers.get("user-agent", "")[:300],
+    )
 
 
 def safe_next(value: str) -> str:
@@ -52,21 +63,19 @@ async def login(request: Request) -> Response:
     email = str(data.get("email", "")).strip()
     password = str(data.get("password", ""))
     target = safe_next(str(data.get("next", "/")))
-    ip = sessions.client_ip(request)
-    agent = request.headers.get("user-agent", "")
-    async with platform.db.unit_of_work() as uow:
-        if await logins.throttled(uow.session, email, ip):
-            return render(
-                request,
-                "login.html",
-                status=429,
-                next=target,
-                email_value=email,
-                errors={"login": "Too many failed sign-ins. Wait 15 minutes and try again."},
-            )
-        customer = await logins.sign_in(uow.session, email, password, "web", ip, agent)
-        await uow.commit()
-    if customer is None:
+    signed = await invoke(
+        platform, web_ops.SIGN_IN, anonymous(request), web_ops.SignIn(email=email, password=password)
+    )
+    if signed.outcome == "throttled":
+        return render(
+            request,
+            "login.html",
+            status=429,
+            next=target,
+            email_value=email,
+            errors={"login": "Too many failed sign-ins. Wait 15 minutes and try again."},
+        )
+    if signed.outcome != "ok":
         return render(
             request,
             "login.html",
@@ -76,7 +85,7 @@ async def login(request: Request) -> Response:
             errors={"login": "Wrong email or password."},
         )
     response = redirect(request, target)
-    await sessions.start_session(platform, request, response, customer.id)
+    sessions.set_session_cookie(request, response, signed.token)
     return response
 
 
@@ -100,22 +109,17 @@ async def signup(request: Request) -> Response:
             request, "signup.html", status=422, errors={"password2": "The passwords differ."}, **values
         )
     try:
-        async with platform.db.unit_of_work() as uow:
-            customer = await create_customer(uow.session, email, password, name[:200])
-            await logins.record_login(
-                uow.session,
-                customer.id,
-                "web",
-                sessions.client_ip(request),
-                request.headers.get("user-agent", ""),
-                True,
-            )
-            await uow.commit()
+        signed = await invoke(
+            platform,
+            web_ops.SIGN_UP,
+            anonymous(request),
+            web_ops.SignUp(email=email, name=name, password=password),
+        )
     except DomainError as exc:
         field = str(exc.extra.get("field", "email"))
         return render(request, "signup.html", status=exc.http_status, errors={field: exc.message}, **values)
     response = redirect(request, "/overview", "Welcome! Your account is ready. Top up your wallet to start.")
-    await sessions.start_session(platform, request, response, customer.id)
+    sessions.set_session_cookie(request, response, signed.token)
     return response
 
 
@@ -123,7 +127,9 @@ async def signup(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     row = await require_login(request)
     await form(request)
-    await sessions.end_sessions(platform_of(request), row.customer_id, only=row.id)
+    await invoke(
+        platform_of(request), web_ops.SIGN_OUT, caller(request), web_ops.SessionRef(session_id=row.id)
+    )
     response = redirect(request, "/login", "You are signed out.")
     sessions.clear_session_cookie(request, response)
     return response
@@ -146,23 +152,19 @@ async def security(request: Request) -> Response:
 
 @router.post("/security/password")
 async def change_password(request: Request) -> Response:
-    row = await require_login(request)
+    await require_login(request)
     data = await form(request)
     platform = platform_of(request)
     new = str(data.get("new_password", ""))
     if new != str(data.get("new_password2", "")):
         return await _security(request, 422, {"password": "The new passwords differ."})
+    change = web_ops.PasswordChange(current_password=str(data.get("current_password", "")), new_password=new)
     try:
-        async with platform.db.unit_of_work() as uow:
-            await logins.change_password(
-                uow.session, row.customer_id, str(data.get("current_password", "")), new
-            )
-            await uow.commit()
+        signed = await invoke(platform, web_ops.CHANGE_PASSWORD, caller(request), change)
     except DomainError as exc:
         return await _security(request, exc.http_status, {"password": exc.message})
-    await sessions.end_sessions(platform, row.customer_id)
     response = redirect(
         request, "/security", "Password changed. Every other signed-in browser was signed out."
     )
-    await sessions.start_session(platform, request, response, row.customer_id)
+    sessions.set_session_cookie(request, response, signed.token)
     return response

@@ -1,31 +1,26 @@
-"""Dashboard sessions (server-side records behind an HttpOnly cookie), CSRF tokens and flash messages."""
+"""Dashboard sessions (server-side records behind an HttpOnly cookie: opened, touched and ended by the web
+operations of domains/accounts/web_ops.py through `invoke`), CSRF tokens and flash messages."""
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import secrets
-from datetime import timedelta
 
-from sqlalchemy import update
 from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.security import sign, verify_signature
+from proxyplane.domains.accounts.web_ops import SESSION_LIFETIME, TOUCH_EVERY, SessionRef, token_hash
+from proxyplane.operations import REGISTRY
+from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
 from proxyplane.storage.models import WebSession
 
 SESSION_COOKIE = "pp_session"
 ANON_COOKIE = "pp_csrf"
 FLASH_COOKIE = "pp_flash"
-SESSION_LIFETIME = timedelta(days=14)
-TOUCH_EVERY = timedelta(minutes=5)
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def is_https(request: Request) -> bool:
@@ -42,24 +37,8 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-async def start_session(platform: Platform, request: Request, response: Response, customer_id: int) -> None:
-    """Create a session record and hand its random token to the browser."""
-    token = secrets.token_urlsafe(32)
-    now = utcnow()
-    async with platform.db.unit_of_work() as uow:
-        uow.session.add(
-            WebSession(
-                id=token_hash(token),
-                customer_id=customer_id,
-                csrf_token=secrets.token_urlsafe(32),
-                client_ip=client_ip(request)[:45],
-                user_agent=request.headers.get("user-agent", "")[:300],
-                created_at=now,
-                last_seen_at=now,
-                expires_at=now + SESSION_LIFETIME,
-            )
-        )
-        await uow.commit()
+def set_session_cookie(request: Request, response: Response, token: str) -> None:
+    """Hand a session's random token (from web_sign_in / web_sign_up / web_change_password) to the browser."""
     set_cookie(request, response, SESSION_COOKIE, token, int(SESSION_LIFETIME.total_seconds()))
 
 
@@ -74,22 +53,11 @@ async def load_session(platform: Platform, request: Request) -> WebSession | Non
     if row is None or row.revoked_at is not None or row.expires_at <= now:
         return None
     if now - row.last_seen_at >= TOUCH_EVERY:
-        async with platform.db.unit_of_work() as uow:
-            await uow.session.execute(
-                update(WebSession).where(WebSession.id == row.id).values(last_seen_at=now)
-            )
-            await uow.commit()
+        caller = Caller.anonymous(client_ip(request), channel="web")
+        await invoke(
+            platform, REGISTRY["web_touch_session"], caller, SessionRef(session_id=row.id, seen_at=now)
+        )
     return row
-
-
-async def end_sessions(platform: Platform, customer_id: int, only: str | None = None) -> None:
-    """Revoke one session (log out) or all of a customer's sessions (password change)."""
-    stmt = update(WebSession).where(WebSession.customer_id == customer_id, WebSession.revoked_at.is_(None))
-    if only is not None:
-        stmt = stmt.where(WebSession.id == only)
-    async with platform.db.unit_of_work() as uow:
-        await uow.session.execute(stmt.values(revoked_at=utcnow()))
-        await uow.commit()
 
 
 def clear_session_cookie(request: Request, response: Response) -> None:

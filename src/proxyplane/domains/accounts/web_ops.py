@@ -1,0 +1,153 @@
+"""The dashboard's account actions as registered operations served by the "web" door only: sign up,
+sign in, sign out, change password, and keeping a session alive. Each runs through `invoke` (one unit of
+work, one commit) like every other operation; the dashboard (adapters/web/account.py, sessions.py) only
+reads forms, sets cookies and renders. A session is a server-side record (`WebSession`) whose random
+token goes to the browser in an HttpOnly cookie; only its hash is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, Field
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.domains.accounts import logins
+from proxyplane.domains.accounts.service import create_customer
+from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.storage.models import WebSession
+
+WEB = frozenset({"web"})
+SESSION_LIFETIME = timedelta(days=14)
+TOUCH_EVERY = timedelta(minutes=5)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def open_session(session: AsyncSession, customer_id: int, client_ip: str, user_agent: str) -> str:
+    """A new session record; returns the token for the browser's cookie."""
+    token = secrets.token_urlsafe(32)
+    now = utcnow()
+    session.add(
+        WebSession(
+            id=token_hash(token),
+            customer_id=customer_id,
+            csrf_token=secrets.token_urlsafe(32),
+            client_ip=client_ip[:45],
+            user_agent=user_agent[:300],
+            created_at=now,
+            last_seen_at=now,
+            expires_at=now + SESSION_LIFETIME,
+        )
+    )
+    await session.flush()
+    return token
+
+
+async def end_sessions(session: AsyncSession, customer_id: int, only: str | None = None) -> None:
+    """Revoke one session (sign out) or all of a customer's sessions (password change)."""
+    stmt = update(WebSession).where(WebSession.customer_id == customer_id, WebSession.revoked_at.is_(None))
+    if only is not None:
+        stmt = stmt.where(WebSession.id == only)
+    await session.execute(stmt.values(revoked_at=utcnow()))
+
+
+class SignUp(BaseModel):
+    email: str
+    name: str = ""
+    password: str
+
+
+class SignIn(BaseModel):
+    email: str
+    password: str
+
+
+class PasswordChange(BaseModel):
+    current_password: str
+    new_password: str
+
+
+class SessionRef(BaseModel):
+    session_id: str = Field(description="the session record's id (the token's hash)")
+    seen_at: datetime | None = None
+
+
+class Signed(BaseModel):
+    outcome: str = Field(description="ok | throttled | wrong")
+    customer_id: int | None = None
+    token: str = ""
+
+
+async def sign_up(ctx: Context, data: SignUp) -> Signed:
+    customer = await create_customer(ctx.session, data.email.strip(), data.password, data.name[:200])
+    ip, agent = ctx.caller.client_ip, ctx.caller.user_agent
+    await logins.record_login(ctx.session, customer.id, "web", ip, agent, True)
+    return Signed(
+        outcome="ok", customer_id=customer.id, token=await open_session(ctx.session, customer.id, ip, agent)
+    )
+
+
+async def sign_in(ctx: Context, data: SignIn) -> Signed:
+    """A wrong password is an answer, not an error: its failure record is committed (throttling)."""
+    email, ip, agent = data.email.strip(), ctx.caller.client_ip, ctx.caller.user_agent
+    if await logins.throttled(ctx.session, email, ip):
+        return Signed(outcome="throttled")
+    customer = await logins.sign_in(ctx.session, email, data.password, "web", ip, agent)
+    if customer is None:
+        return Signed(outcome="wrong")
+    return Signed(
+        outcome="ok", customer_id=customer.id, token=await open_session(ctx.session, customer.id, ip, agent)
+    )
+
+
+async def change_password(ctx: Context, data: PasswordChange) -> Signed:
+    """New password; every session of the customer ends and this browser gets a fresh one."""
+    await logins.change_password(ctx.session, ctx.customer_id, data.current_password, data.new_password)
+    await end_sessions(ctx.session, ctx.customer_id)
+    token = await open_session(ctx.session, ctx.customer_id, ctx.caller.client_ip, ctx.caller.user_agent)
+    return Signed(outcome="ok", customer_id=ctx.customer_id, token=token)
+
+
+async def sign_out(ctx: Context, data: SessionRef) -> None:
+    await end_sessions(ctx.session, ctx.customer_id, only=data.session_id)
+
+
+async def touch_session(ctx: Context, data: SessionRef) -> None:
+    """Record that a session is in use (at most every TOUCH_EVERY: the dashboard decides when)."""
+    await ctx.session.execute(
+        update(WebSession)
+        .where(WebSession.id == data.session_id)
+        .values(last_seen_at=data.seen_at or utcnow())
+    )
+
+
+def _op(
+    name: str, handler: object, input: type[BaseModel], auth: Auth, output: type[BaseModel] | None
+) -> Operation:
+    return Operation(
+        name=f"web_{name}",
+        summary=f"dashboard: {name.replace('_', ' ')}",
+        method="POST",
+        path=f"/{name}",
+        handler=handler,  # type: ignore[arg-type]
+        input=input,
+        output=output,
+        effect=Effect.WRITE,
+        auth=auth,
+        mcp=False,
+        doors=WEB,
+    )
+
+
+SIGN_UP = _op("sign_up", sign_up, SignUp, Auth.NONE, Signed)
+SIGN_IN = _op("sign_in", sign_in, SignIn, Auth.NONE, Signed)
+CHANGE_PASSWORD = _op("change_password", change_password, PasswordChange, Auth.KEY, Signed)
+SIGN_OUT = _op("sign_out", sign_out, SessionRef, Auth.KEY, None)
+TOUCH_SESSION = _op("touch_session", touch_session, SessionRef, Auth.NONE, None)
+register(SIGN_UP, SIGN_IN, CHANGE_PASSWORD, SIGN_OUT, TOUCH_SESSION)
