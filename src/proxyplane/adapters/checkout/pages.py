@@ -8,11 +8,13 @@ import uuid
 
 from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse
+from sqlalchemy import select
 
+from proxyplane.core.product_names import product_name
 from proxyplane.payment_events import process_event
 from proxyplane.platform import Platform
 from proxyplane.processors.testpay import TestProcessor
-from proxyplane.storage.models import Deposit
+from proxyplane.storage.models import Deposit, Service
 
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -25,6 +27,34 @@ margin-right:.5rem;border-radius:6px;border:1px solid #888;cursor:pointer}}
 
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(PAGE.format(title=html.escape(title), body=body), status_code=status)
+
+
+def _dollars(cents: int) -> str:
+    return f"${cents // 100}.{cents % 100:02d}"
+
+
+def _what(deposit: Deposit, order: Service | None) -> str:
+    """What this checkout pays, in the payer's words: an order's remainder or a wallet top-up."""
+    amount = _dollars(deposit.amount_cents)
+    if order is None:
+        return f"Wallet top-up of <strong>{amount}</strong>"
+    ips = sum(int(s.get("count", 0)) for s in order.segments or [])
+    total = order.wallet_paid_cents + deposit.amount_cents
+    wallet = (
+        f"; {_dollars(order.wallet_paid_cents)} of its {_dollars(total)} already paid from your wallet"
+        if order.wallet_paid_cents
+        else ""
+    )
+    return (
+        f"Order #{order.number} ({html.escape(product_name(order.product_kind))}, {ips} IPs): "
+        f"<strong>{amount}</strong> due{wallet}"
+    )
+
+
+def _back(order: Service | None) -> str:
+    if order is None:
+        return '<p><a href="/wallet">Back to your wallet</a></p>'
+    return f'<p><a href="/services/{order.service_id}">Back to order #{order.number}</a></p>'
 
 
 def checkout_router(platform: Platform) -> APIRouter:
@@ -45,23 +75,29 @@ def checkout_router(platform: Platform) -> APIRouter:
         async with platform.db.unit_of_work(write=False) as uow:
             return await uow.session.get(Deposit, did)
 
+    async def order_of(deposit: Deposit) -> Service | None:
+        """The order whose remainder this deposit pays (None: a wallet top-up)."""
+        async with platform.db.unit_of_work(write=False) as uow:
+            return (
+                await uow.session.execute(select(Service).where(Service.deposit_id == deposit.id))
+            ).scalar_one_or_none()
+
     @router.get("/{deposit_id}")
     async def page(deposit_id: str, token: str = "") -> HTMLResponse:
         deposit = await load(deposit_id, token)
         if deposit is None:
             return _page("Checkout not found", "<h1>Checkout not found</h1>", 404)
-        amount = f"${deposit.amount_cents // 100}.{deposit.amount_cents % 100:02d}"
+        order = await order_of(deposit)
         if deposit.status != "pending":
             return _page(
                 "Checkout",
-                f"<h1>Payment {html.escape(deposit.status)}</h1><p>{amount}</p>"
-                '<p><a href="/wallet">Back to your wallet</a></p>',
+                f"<h1>Payment {html.escape(deposit.status)}</h1><p>{_what(deposit, order)}</p>{_back(order)}",
             )
         tok = html.escape(token)
         return _page(
             "Test checkout",
             (
-                f"<h1>Test checkout</h1><p>Wallet top-up of <strong>{amount}</strong> "
+                f"<h1>Test checkout</h1><p>{_what(deposit, order)} "
                 f"by {html.escape(deposit.payment_method)}.</p>"
                 '<p class="muted">Built-in test processor: no real money moves.</p>'
                 f'<form method="post" action="/checkout/test/{deposit.id}/decide">'
@@ -81,6 +117,7 @@ def checkout_router(platform: Platform) -> APIRouter:
         event = proc.parse_callback(body, headers)
         result = await process_event(platform, event) if event is not None else {"status": "ignored"}
         status = html.escape(str(result.get("status", "")))
-        return _page("Checkout", f'<h1>Payment {status}</h1><p><a href="/wallet">Back to your wallet</a></p>')
+        order = await order_of(deposit)
+        return _page("Checkout", f"<h1>Payment {status}</h1><p>{_what(deposit, order)}</p>{_back(order)}")
 
     return router
