@@ -1,5 +1,5 @@
 """The door -> handler table of docs/architecture.md, generated from the registry: for each registered
-operation, the REST route, the MCP tool, the legacy paths and the dashboard door that run it, and its
+operation, the REST route, the MCP tool, the legacy paths and the dashboard or CLI door that run it, and its
 handler (one hop from any URL, legacy path or tool name to the code). `python scripts/door_table.py
 --write` refreshes the doc; tests/test_door_table.py fails when the doc and the registry disagree."""
 
@@ -26,7 +26,7 @@ def table() -> str:
     for (method, path), op in ROUTES.items():
         legacy.setdefault(op.name, []).append(f"`{method} {path}`")
     rows = [
-        "| operation | effect | REST | MCP tool | legacy | dashboard | handler |",
+        "| operation | effect | REST | MCP tool | legacy | dashboard / CLI | handler |",
         "|---|---|---|---|---|---|---|",
     ]
     for name in sorted(REGISTRY):
@@ -34,7 +34,7 @@ def table() -> str:
         rest = f"`{op.method} {API_PREFIX}{op.path}`" if op.serves("rest") else ""
         mcp = f"`{op.name}`" if op.serves("mcp") else ""
         handler = f"`{op.handler.__module__.removeprefix('proxyplane.')}.{op.handler.__name__}`"
-        web = "`web`" if op.serves("web") else ""
+        web = ", ".join(f"`{door}`" for door in ("web", "cli") if op.serves(door))
         cells = [f"`{name}`", op.effect.value, rest, mcp, ", ".join(legacy.get(name, [])), web, handler]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"

@@ -1,6 +1,7 @@
 """Import every domain's operations so that REGISTRY is complete."""
 
 from proxyplane.domains.accounts import logins as _logins  # noqa: F401
+from proxyplane.domains.accounts import operator_ops as _operator_accounts  # noqa: F401
 from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
 from proxyplane.domains.accounts import web_ops as _web_accounts  # noqa: F401
 from proxyplane.domains.addons import ops as _addons  # noqa: F401

@@ -1,34 +1,17 @@
-"""`proxyplane admin ...` sub-commands."""
+"""`proxyplane admin customer|key|wallet|kyc|partner-discount`: flags in, JSON out, over the registered
+operator operations (domains/accounts/operator_ops.py, served by the "cli" door only)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from proxyplane.cli.common import admin_call, echo_json, fail
+from proxyplane.cli.common import echo_json, fail, operator_call
 from proxyplane.core.scopes import parse_scopes
-from proxyplane.domains.accounts import service as accounts
-from proxyplane.domains.apikeys import service as apikeys
-from proxyplane.domains.wallet import service as wallet
 
 
 @click.group()
 def admin() -> None:
     """Operator commands: customers, keys, wallets, KYC, partner discounts."""
-
-
-def customer_json(c: Any) -> dict[str, Any]:
-    return {
-        "customer_id": c.id,
-        "email": c.email,
-        "name": c.name,
-        "phone": c.phone,
-        "status": c.status,
-        "kyc_verified": c.kyc_verified_at is not None,
-        "partner_discount_percent": c.partner_discount_percent,
-        "created_at": c.created_at.isoformat(),
-    }
 
 
 @admin.group()
@@ -42,23 +25,14 @@ def customer() -> None:
 @click.option("--name", default="")
 def customer_create(email: str, password: str, name: str) -> None:
     """Create a customer account and print it as JSON."""
-
-    async def go(session: Any, _: Any) -> Any:
-        return customer_json(await accounts.create_customer(session, email, password, name))
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_create_customer", email=email, password=password, name=name))
 
 
 @customer.command("show")
 @click.option("--email", required=True)
 def customer_show(email: str) -> None:
     """Print one customer with the wallet balance."""
-
-    async def go(session: Any, _: Any) -> Any:
-        c = await accounts.require_by_email(session, email)
-        return {**customer_json(c), "balance_cents": await wallet.balance(session, c.id)}
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_show_customer", email=email))
 
 
 @admin.group()
@@ -76,13 +50,7 @@ def key_create(email: str, name: str, scopes: str) -> None:
         wanted = parse_scopes(scopes)
     except ValueError as exc:
         fail(str(exc))
-
-    async def go(session: Any, _: Any) -> Any:
-        c = await accounts.require_by_email(session, email)
-        k, raw = await apikeys.create_key(session, c.id, name, wanted)
-        return {"key_id": str(k.id), "name": k.name, "scopes": k.scopes, "secret": raw, "email": c.email}
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_create_key", email=email, name=name, scopes=sorted(wanted)))
 
 
 @admin.group("wallet")
@@ -95,16 +63,8 @@ def _move(email: str, cents: int, reason: str, sign: int) -> None:
         fail("--cents must be a positive whole number of cents")
     if not reason.strip():
         fail("--reason must not be empty")
-
-    async def go(session: Any, _: Any) -> Any:
-        c = await accounts.require_by_email(session, email)
-        if sign > 0:
-            await wallet.credit(session, c.id, cents, "adjustment", f"Operator credit: {reason}")
-        else:
-            await wallet.debit(session, c.id, cents, "adjustment", f"Operator debit: {reason}")
-        return {"email": c.email, "balance_cents": await wallet.balance(session, c.id)}
-
-    echo_json(admin_call(go))
+    name = "operator_wallet_credit" if sign > 0 else "operator_wallet_debit"
+    echo_json(operator_call(name, email=email, cents=cents, reason=reason))
 
 
 @wallet_group.command("credit")
@@ -134,13 +94,7 @@ def kyc() -> None:
 @click.option("--email", required=True)
 def kyc_approve(email: str) -> None:
     """Mark the customer's identity verification (KYC) as done."""
-
-    async def go(session: Any, _: Any) -> Any:
-        c = await accounts.require_by_email(session, email)
-        await accounts.set_kyc_verified(session, c)
-        return customer_json(c)
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_approve_kyc", email=email))
 
 
 @admin.group("partner-discount")
@@ -153,10 +107,4 @@ def partner_discount() -> None:
 @click.option("--percent", required=True, type=int)
 def partner_discount_set(email: str, percent: int) -> None:
     """Set the partner discount percent (0 removes it)."""
-
-    async def go(session: Any, _: Any) -> Any:
-        c = await accounts.require_by_email(session, email)
-        await accounts.set_partner_discount(session, c, percent)
-        return customer_json(c)
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_set_partner_discount", email=email, percent=percent))

@@ -51,6 +51,36 @@ def admin_call(fn: Callable[[Any, Settings], Awaitable[Any]]) -> Any:
         fail(str(exc))
 
 
+def operator_call(operation: str, /, **fields: Any) -> Any:
+    """Run the registered operator operation `operation` (served by the "cli" door) through `invoke` on a
+    migrated database; print errors on one line."""
+    from proxyplane.operations import REGISTRY
+    from proxyplane.ops import Caller, invoke
+    from proxyplane.platform import Platform
+    from proxyplane.storage.migrate import upgrade
+
+    op = REGISTRY[operation]
+    if not op.serves("cli"):
+        raise RuntimeError(f"{operation} is not served by the cli door")
+    settings = get_settings()
+
+    async def go() -> Any:
+        await upgrade(settings.resolved_database_url())
+        platform = Platform(settings)
+        try:
+            data = op.input.model_validate(fields) if op.input is not None else None
+            return await invoke(platform, op, Caller(customer_id=None, channel="cli"), data)
+        finally:
+            await platform.close()
+
+    try:
+        return run(go())
+    except DomainError as exc:
+        fail(exc.message)
+    except ValueError as exc:
+        fail(str(exc))
+
+
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
