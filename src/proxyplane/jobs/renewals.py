@@ -17,6 +17,7 @@ from proxyplane.core.settings import Settings
 from proxyplane.domains.renewals.service import RenewalPolicy
 from proxyplane.domains.renewals.steps import PassReport
 from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
+from proxyplane.jobs.idempotency_prune import prune_idempotency
 from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.observability import metrics
 from proxyplane.platform import Platform
@@ -36,6 +37,7 @@ async def run_once(
     metrics.renewal_run(report)
     for service_id in report.changed:
         platform.emit(ENTITLEMENTS_CHANGED, service_id)
+    await prune_idempotency(platform.db)  # by the real clock, not `now`: retention of replay records
     return report
 
 
