@@ -1,14 +1,40 @@
-"""Inline SVG charts (no script, no external library): requests per time bucket, errors stacked on top."""
+"""Inline SVG charts (no script, no external library): requests per time bucket, errors stacked on top.
+
+Each window of the dashboard's usage chart is drawn as bars aligned on UTC boundaries (bar edges at
+whole minutes, hours or 4-hour marks from UTC midnight), read from the series resolution that fits the
+bar: 1 h = 60 one-minute bars (minutes), 24 h = 24 hourly bars and 7 d = 42 bars of 4 h (hourly
+rollups, so a 7-day chart reads ~168 hour buckets, not ~10,000 minutes). A bar holds whole series
+points only, so the bars' sums equal the usage totals over the same aligned window."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from markupsafe import Markup, escape
 
-WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, BUCKETS = 720, 180, 44, 22, 48
+WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM = 720, 180, 44, 22
+
+
+@dataclass(frozen=True)
+class Window:
+    length: timedelta
+    bar: timedelta  # divides a UTC day, so bars start on the same marks every day
+    resolution: str  # get_usage_series resolution whose buckets fit whole into a bar
+
+    def bounds(self, now: datetime) -> tuple[datetime, datetime]:
+        """[start, end) ending at the bar boundary after `now` (the current bar included)."""
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        end = midnight + ((now - midnight) // self.bar + 1) * self.bar
+        return end - self.length, end
+
+
+WINDOWS = {
+    "1h": Window(timedelta(hours=1), timedelta(minutes=1), "minute"),
+    "24h": Window(timedelta(hours=24), timedelta(hours=1), "hour"),
+    "7d": Window(timedelta(days=7), timedelta(hours=4), "hour"),
+}
 
 
 @dataclass
@@ -19,23 +45,32 @@ class Chart:
     total_bytes: int
 
 
-def usage_chart(points: list[Any], start: datetime, end: datetime) -> Chart:
-    span = max((end - start).total_seconds(), 60.0)
-    requests = [0] * BUCKETS
-    errors = [0] * BUCKETS
+def _per(bar: timedelta) -> str:
+    minutes = int(bar.total_seconds() // 60)
+    if minutes % 60:
+        return "minute" if minutes == 1 else f"{minutes} minutes"
+    return "hour" if minutes == 60 else f"{minutes // 60} hours"
+
+
+def usage_chart(points: list[Any], start: datetime, end: datetime, bar: timedelta) -> Chart:
+    """Bars of length `bar` over [start, end) (start on a bar boundary); each point (at its bucket's
+    start, `.minute`) goes whole into the bar holding that start."""
+    count = max(int((end - start) / bar), 1)
+    requests = [0] * count
+    errors = [0] * count
     total_bytes = 0
     for p in points:
-        i = int((p.minute - start).total_seconds() / span * BUCKETS)
-        if 0 <= i < BUCKETS:
+        i = (p.minute - start) // bar
+        if 0 <= i < count:
             requests[i] += p.requests
             errors[i] += p.errors
-        total_bytes += p.bytes_total
+            total_bytes += p.bytes_total
     top = max(max(requests), 1)
     plot_w, plot_h = WIDTH - PAD_LEFT - 4, HEIGHT - PAD_BOTTOM - 8
-    bar_w = plot_w / BUCKETS
+    bar_w = plot_w / count
     parts = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        f'aria-label="Requests per {int(span / BUCKETS / 60)} minutes">',
+        f'aria-label="Requests per {_per(bar)}">',
         f'<line x1="{PAD_LEFT}" y1="{8 + plot_h}" x2="{WIDTH - 4}" y2="{8 + plot_h}" stroke="#d0d7de"/>',
         f'<line x1="{PAD_LEFT}" y1="8" x2="{WIDTH - 4}" y2="8" stroke="#eef1f4"/>',
         f'<text x="{PAD_LEFT - 6}" y="14" text-anchor="end">{top}</text>',

@@ -7,7 +7,6 @@ import csv
 import io
 import json
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter
@@ -15,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, money, redirect, render, require_login
-from proxyplane.adapters.web.charts import usage_chart
+from proxyplane.adapters.web.charts import WINDOWS, usage_chart
 from proxyplane.adapters.web.forms import forget_reveal, reveal, take_reveal
 from proxyplane.adapters.web.money_pages import int_param, unpaid_orders
 from proxyplane.adapters.web.rotating import rotating_view
@@ -31,7 +30,6 @@ LINE_FORMATS = {
     "login_password_at_ip_port": "login:password@ip:port",
 }
 PROTOCOLS = ("http", "socks5")
-WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 
 
 def endpoint_line(address: str, login: str, password: str, fmt: str) -> str:
@@ -66,9 +64,10 @@ async def service_page(
     svc = await call(request, "get_service", ref)
     window = request.query_params.get("window", "24h")
     window = window if window in WINDOWS else "24h"
-    end = utcnow().replace(second=0, microsecond=0) + timedelta(minutes=1)
-    span = {"service_id": sid, "start": (end - WINDOWS[window]).isoformat(), "end": end.isoformat()}
-    series = await optional(request, "get_usage_series", span)
+    bars = WINDOWS[window]
+    start, end = bars.bounds(utcnow())  # aligned on the bars' UTC boundaries: tiles and bars agree
+    span = {"service_id": sid, "start": start.isoformat(), "end": end.isoformat()}
+    series = await optional(request, "get_usage_series", {**span, "resolution": bars.resolution})
     pending = svc.status == "pending"  # an order not paid yet: no endpoints to show (issue 22.1)
     config = None if pending else await optional(request, "get_proxy_config", ref)
     rotating: dict[str, Any] = {"plan_use": None, "proxy_lines": []}
@@ -85,7 +84,7 @@ async def service_page(
         **rotating,
         whitelist=await optional(request, "get_proxy_whitelist", ref),
         usage=await optional(request, "get_service_usage", span),
-        chart=usage_chart(series.points if series else [], end - WINDOWS[window], end),
+        chart=usage_chart(series.points if series else [], start, end, bars.bar),
         window=window,
         windows=list(WINDOWS),
         formats=LINE_FORMATS,
