@@ -25,7 +25,7 @@ from proxyplane.adapters.legacy.render import LegacyError, text_response
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy import auth as accounts
 from proxyplane.domains.legacy.wire import INVALID_FORMAT, UNAUTHENTICATED
-from proxyplane.ops import Caller
+from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
 
 CACHE_SECONDS = 60.0
@@ -129,13 +129,14 @@ async def authenticate(platform: Platform, request: Request) -> Caller:
             else:
                 cache.drop(digest)
     if customer_id is None:
-        async with platform.db.unit_of_work(write=True) as uow:
-            customer = await accounts.verify_account(uow.session, email, password, ip, agent)
-            await uow.commit()
-        if customer is None:
+        anonymous = Caller(customer_id=None, client_ip=ip, channel="legacy", user_agent=agent)
+        verified = await invoke(
+            platform, accounts.SIGN_IN, anonymous, accounts.Credential(email=email, password=password)
+        )
+        if verified.customer_id is None:
             raise unauthenticated()
-        cache.put(digest, customer.id, customer.password_hash)
-        customer_id = customer.id
+        cache.put(digest, verified.customer_id, verified.password_hash)
+        customer_id = verified.customer_id
     return Caller(
         customer_id=customer_id, scopes=LEGACY_SCOPES, client_ip=ip, channel="legacy", user_agent=agent
     )

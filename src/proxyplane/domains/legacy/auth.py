@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.security import hash_password, verify_password
 from proxyplane.domains.accounts.service import find_by_email
+from proxyplane.ops import LEGACY, Auth, Context, Effect, Operation
 from proxyplane.storage.models import Customer, LoginEvent
 
 CHANNEL = "legacy"
@@ -48,3 +50,38 @@ async def still_valid(session: AsyncSession, customer_id: int, password_hash: st
         )
     ).one_or_none()
     return row is not None and row.status == "active" and row.password_hash == password_hash
+
+
+class Credential(BaseModel):
+    email: str
+    password: str
+
+
+class Verified(BaseModel):
+    customer_id: int | None = None
+    password_hash: str = ""  # for the door's short-lived credential cache (never shown)
+
+
+async def sign_in(ctx: Context, data: Credential) -> Verified:
+    """The legacy door's Basic credential check; its login record commits with this operation."""
+    customer = await verify_account(
+        ctx.session, data.email, data.password, ctx.caller.client_ip, ctx.caller.user_agent
+    )
+    if customer is None:
+        return Verified()
+    return Verified(customer_id=customer.id, password_hash=customer.password_hash)
+
+
+SIGN_IN = Operation(
+    name="legacy_sign_in",
+    summary="legacy API: verify the Basic credential (email and password), recording the login",
+    method="POST",
+    path="/api/sign-in",
+    handler=sign_in,
+    input=Credential,
+    output=Verified,
+    effect=Effect.WRITE,
+    auth=Auth.NONE,
+    mcp=False,
+    doors=LEGACY,
+)
