@@ -65,6 +65,7 @@ TOOLS = {
     "list_services": "services:read | read",
     "list_sticky_sessions": "services:read | read",
     "list_tickets": "tickets:read | read",
+    "list_unpaid_orders": "services:read | read",
     "list_webhook_deliveries": "webhooks | read",
     "list_webhook_endpoints": "webhooks | read",
     "list_webhook_event_types": "webhooks | read",
