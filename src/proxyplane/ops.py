@@ -28,6 +28,7 @@ from proxyplane.core.errors import (
     PriceChanged,
     Unauthorized,
 )
+from proxyplane.core.text_input import forbid_nul
 from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.domains.wallet.service import DEBITED_CENTS
@@ -138,6 +139,8 @@ def register(*ops: Operation) -> None:
         if op.name in REGISTRY and REGISTRY[op.name] is not op:
             raise ValueError(f"operation {op.name} declared twice")
         REGISTRY[op.name] = op
+        if op.input is not None:
+            forbid_nul(op.input)  # no NUL in any text input, on every door (core/text_input.py)
 
 
 def check_access(op: Operation, caller: Caller) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 
+from proxyplane.core.text_input import NUL_FREE_PATTERN
 from tests.adapters.mcp.conftest import mcp_client
 from tests.adapters.mcp.test_tools import text
 from tests.support import Account
@@ -27,3 +28,16 @@ async def test_misnamed_arguments_get_a_short_message(app: FastAPI, account: Acc
     assert "Expected arguments: offset, limit." in text(out_of_range)
     for result in (misnamed, out_of_range):
         assert "errors.pydantic.dev" not in text(result) and "input_value" not in text(result)
+
+
+async def test_a_nul_character_is_a_validation_error_and_excluded_by_the_tool_schema(
+    app: FastAPI, account: Account
+) -> None:
+    async with mcp_client(app, await account.key()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        refused = await client.call_tool("open_ticket", {"subject": "nul \x00 here", "message": "hello"})
+        listed = await client.call_tool("list_tickets", {})
+    schema = tools["open_ticket"].input_schema["properties"]
+    assert schema["subject"]["pattern"] == schema["message"]["pattern"] == NUL_FREE_PATTERN
+    assert refused.is_error and text(refused).startswith("validation_error: open_ticket: subject: ")
+    assert '"total": 0' in text(listed)  # nothing written
