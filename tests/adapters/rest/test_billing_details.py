@@ -70,3 +70,45 @@ async def test_billing_details_on_profile_and_invoice(
 
     cleared = await client.patch(f"{API}/customer/me", json={"billing_company": ""}, headers=bearer(key))
     assert cleared.json()["billing_company"] == "" and cleared.json()["billing_vat_id"] == "DE123456789"
+
+
+async def test_issued_invoice_keeps_its_billing_details(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    key = await account.key()
+    await fresh_stock(platform, "proxy_isp", "LV", 4)
+    await account.credit(10_000)
+
+    async def order_invoice() -> str:
+        order = {
+            "product_kind": "proxy_isp",
+            "period_months": 1,
+            "segments": [{"country": "LV", "count": 2}],
+            "whitelist_ips": ["127.0.0.9"],
+            "use_balance": True,
+            "idempotency_key": uuid.uuid4().hex,
+        }
+        made = await client.post(f"{API}/billing/composite/order", json=order, headers=bearer(key))
+        assert made.status_code == 201, made.text
+        items = (await client.get(f"{API}/customer/invoices", headers=bearer(key))).json()["items"]
+        return str(items[0]["invoice_id"])
+
+    async def pdf(invoice_id: str) -> str:
+        r = await client.get(f"{API}/customer/invoices/{invoice_id}/pdf", headers=bearer(key))
+        assert r.status_code == 200, r.text
+        return pdf_text(r.content)
+
+    old = {"billing_company": "Old Name Ltd", "billing_address": "1 Old Road", "billing_vat_id": "GB111"}
+    assert (await client.patch(f"{API}/customer/me", json=old, headers=bearer(key))).status_code == 200
+    first = await order_invoice()
+    new = {"billing_company": "New Name AG", "billing_address": "2 New Street", "billing_vat_id": "CH222"}
+    assert (await client.patch(f"{API}/customer/me", json=new, headers=bearer(key))).status_code == 200
+    second = await order_invoice()
+    assert first != second
+
+    first_text, second_text = await pdf(first), await pdf(second)
+    for kept in ("Old Name Ltd", "1 Old Road", "GB111"):
+        assert kept in first_text, (kept, first_text)
+    for changed in ("New Name AG", "2 New Street", "CH222"):
+        assert changed not in first_text and changed in second_text, (changed, second_text)
+    assert "Old Name Ltd" not in second_text

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound
 from proxyplane.core.product_names import humanize
-from proxyplane.domains.accounts.billing import get_billing
+from proxyplane.domains.accounts.billing import BillingDetails, get_billing
 from proxyplane.domains.invoices.pdf import (
     CreditNote,
     InvoiceDocument,
@@ -79,8 +79,12 @@ async def record_charge(
     if kind not in KINDS:
         raise ValueError(f"unknown invoice kind {kind!r}")
     now = now or utcnow()
+    billing = await get_billing(session, customer_id)  # a legal document keeps the details it was issued with
     invoice = Invoice(
         customer_id=customer_id,
+        billing_company=billing.company,
+        billing_address=billing.address,
+        billing_vat_id=billing.vat_id,
         service_id=service_id,
         kind=kind,
         description=description[:500],
@@ -237,7 +241,11 @@ def seller() -> Party:
 async def document(session: AsyncSession, invoice: Invoice) -> InvoiceDocument:
     customer = await session.get(Customer, invoice.customer_id)
     assert customer is not None
-    billing = await get_billing(session, customer.id)
+    billing = (  # the copy made at issue; invoices issued before 0016d show the current details
+        BillingDetails(invoice.billing_company, invoice.billing_address or "", invoice.billing_vat_id or "")
+        if invoice.billing_company is not None
+        else await get_billing(session, customer.id)
+    )
     person = customer.name or customer.email
     buyer = Party(  # the billing details when entered (issue 22.8), else the account's name
         name=billing.company or person,

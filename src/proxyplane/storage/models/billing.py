@@ -70,6 +70,10 @@ class Invoice(Base):
     deposit_id: Mapped[uuid.UUID | None] = mapped_column(nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # the buyer's billing details as issued (0016d); NULL on invoices issued before: the current ones show
+    billing_company: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    billing_address: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    billing_vat_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class InvoiceItem(Base):
