@@ -112,3 +112,80 @@ def optional_security(op: Operation) -> dict[str, Any] | None:
     """A key-optional operation lists the empty requirement too (FastAPI's list gets `{}` appended), so a
     client (and a fuzzer) knows that a call without `Authorization` is valid."""
     return {"security": [{}]} if op.auth == Auth.OPTIONAL else None
+
+
+# --- links between operations (issue 19.4: schemathesis's stateful phase follows them) ---------------
+
+
+def _id_pointers(model: Any, prefix: str = "", depth: int = 0) -> dict[str, str]:
+    """field name -> JSON pointer into a response of `model`: its own fields, the fields of a nested
+    object and of the first item of a list (RootModel lists too), two levels deep; the shallowest wins."""
+    found: dict[str, str] = {}
+    if not (isinstance(model, type) and issubclass(model, BaseModel)) or depth > 2:
+        return found
+    nested: list[tuple[str, Any]] = []
+    for name, info in model.model_fields.items():
+        pointer = prefix if name == "root" else f"{prefix}/{name}"
+        if name != "root":
+            found.setdefault(name, pointer)
+        for arg in _model_args(info.annotation):
+            nested.append((pointer + ("/0" if arg[1] else ""), arg[0]))
+    for pointer, sub in nested:
+        for name, deep in _id_pointers(sub, pointer, depth + 1).items():
+            found.setdefault(name, deep)
+    return found
+
+
+def _model_args(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
+    """The models inside an annotation: (model, inside a list) for `M`, `M | None`, `list[M]`."""
+    from typing import get_args, get_origin
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [(annotation, False)]
+    is_list = get_origin(annotation) in (list, tuple)
+    out: list[tuple[type[BaseModel], bool]] = []
+    for arg in get_args(annotation):
+        out.extend((m, is_list or inner) for m, inner in _model_args(arg))
+    return out
+
+
+def path_names(path: str) -> list[str]:
+    return re.findall(r"{(\w+)}", path)
+
+
+# pairs the names match but a fuzzer must not follow: the caller's own key (whoami, and the list, whose
+# items include it) revoked would end every later call of the run with 401
+NOT_LINKED = {("whoami", "revoke_api_key"), ("list_api_keys", "revoke_api_key")}
+
+
+def success_links(op: Operation, targets: dict[str, Operation]) -> dict[str, Any]:
+    """OpenAPI `links` of `op`'s success response, by name: to every operation whose path parameters are
+    all filled, at least one by a field of this response that is not one of `op`'s own path parameters
+    (a new identifier: create_service -> service.service_id -> every /services/{service_id} operation), the
+    rest by `op`'s request path parameters of the same name."""
+    if op.output is None:
+        return {}
+    pointers = _id_pointers(op.output)
+    own = set(path_names(op.path))
+    links: dict[str, Any] = {}
+    for target in targets.values():
+        wanted = path_names(target.path)
+        if (
+            target is op
+            or (op.name, target.name) in NOT_LINKED
+            or not any(n in pointers and n not in own for n in wanted)
+        ):
+            continue
+        if not all(n in pointers or n in own for n in wanted):
+            continue
+        parameters = {
+            f"path.{n}": f"$request.path.{n}" if n in own else f"$response.body#{pointers[n]}" for n in wanted
+        }
+        links[target.name] = {"operationId": target.name, "parameters": parameters}
+    return links
+
+
+def link_responses(op: Operation, targets: dict[str, Operation]) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` entry that adds `op`'s links to its success response (none when it has none)."""
+    links = success_links(op, targets)
+    return {op.status_code: {"links": links}} if links else {}

@@ -15,10 +15,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from proxyplane.adapters.rest.openapi import error_responses, optional_security
+from proxyplane.adapters.rest.openapi import error_responses, link_responses, optional_security
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
-from proxyplane.ops import Auth, Caller, Operation, invoke
+from proxyplane.ops import Auth, Caller, Operation, invoke, served
 from proxyplane.platform import Platform
 
 bearer = HTTPBearer(auto_error=False, description="API key: Authorization: Bearer <API_KEY>")
@@ -136,7 +136,7 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
         description=_description(op),
         status_code=op.status_code,
         tags=list(op.tags),
-        responses=error_responses(op),
+        responses={**error_responses(op), **link_responses(op, served("rest"))},
         openapi_extra=optional_security(op),
         **{"response_model": op.output, **extra},
     )
