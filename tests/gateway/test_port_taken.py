@@ -1,6 +1,7 @@
 """`proxyplane gateway` with a port already taken (issue 22.7): one line on stderr naming the address and
 the PROXYPLANE_GATEWAY_... setting, no traceback. Runs the real command in a subprocess (one process,
---workers 0), then the same refusal on the static listeners in process."""
+--workers 0; and --workers 2, where the supervisor stops instead of restarting the workers), then the
+same refusal on the static listeners in process."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def held() -> Iterator[int]:
     sock.close()
 
 
-def test_gateway_command_names_the_taken_port(tmp_path: Path, held: int) -> None:
+def _env(tmp_path: Path, held: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYPLANE_")}
     env.update(
         {
@@ -41,10 +42,14 @@ def test_gateway_command_names_the_taken_port(tmp_path: Path, held: int) -> None
             "PROXYPLANE_GATEWAY_STATIC_SOCKS_PORT": "-1",
         }
     )
+    return env
+
+
+def test_gateway_command_names_the_taken_port(tmp_path: Path, held: int) -> None:
     code = "from proxyplane.cli import main; main()"
     r = subprocess.run(
         [sys.executable, "-c", code, "gateway", "--workers", "0"],
-        env=env,
+        env=_env(tmp_path, held),
         capture_output=True,
         text=True,
         timeout=60,
@@ -54,6 +59,27 @@ def test_gateway_command_names_the_taken_port(tmp_path: Path, held: int) -> None
         f"error: 127.0.0.1:{held} is already in use (PROXYPLANE_GATEWAY_HTTP_PORT): stop the program "
         "holding it or set PROXYPLANE_GATEWAY_HTTP_PORT to a free port"
     )
+
+
+def test_supervisor_stops_when_a_worker_port_is_taken(tmp_path: Path, held: int) -> None:
+    """--workers 2: the workers exit with PORT_TAKEN_EXIT; the supervisor restarts none of them, stops
+    with the one line last and exit status 1 (not a restart loop until the timeout)."""
+    code = "from proxyplane.cli import main; main()"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "gateway", "--workers", "2"],
+        env=_env(tmp_path, held),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = (
+        f"error: 127.0.0.1:{held} is already in use (PROXYPLANE_GATEWAY_HTTP_PORT): stop the program "
+        "holding it or set PROXYPLANE_GATEWAY_HTTP_PORT to a free port"
+    )
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.splitlines()[-1] == line, r.stderr
+    assert r.stderr.count(line) == 1 and "restart in" not in r.stderr, r.stderr
+    assert r.stderr.count(" started") <= 2, r.stderr  # each worker forked once
 
 
 @pytest.mark.anyio

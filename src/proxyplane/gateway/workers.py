@@ -15,6 +15,9 @@ The supervisor forks the workers, restarts one that dies (after 0.5 s, doubling 
 shared counts, forwards SIGTERM/SIGINT to the workers and exits once they have (SIGKILL after
 ``grace`` seconds). It writes a status file (``status_path``, JSON: host, pid, workers with pid,
 restarts, admitted and open connections) every second. Workers get SIGTERM should the supervisor die.
+A worker that cannot listen (server.PortTaken: a port taken or not permitted) exits with PORT_TAKEN_EXIT
+and sends its one-line message over a pipe: restarting cannot help, so the supervisor stops the other
+workers, prints that line last and returns 1 (issue 22.7).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import WorkerLimiter
+from .server import PortTaken
 from .shared_counts import SharedRegion, StripedCounts, WorkerStats
 from .shared_sticky import SLOT, SharedSticky
 from .sticky_sync import SharedRouter
@@ -41,6 +45,7 @@ from .sticky_sync import SharedRouter
 log = logging.getLogger(__name__)
 BACKOFF_FIRST, BACKOFF_MAX, STEADY = 0.5, 30.0, 30.0
 _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
+PORT_TAKEN_EXIT = 75  # a worker's exit status when its port is taken or not permitted (never restarted)
 
 
 def default_workers() -> int:
@@ -83,6 +88,7 @@ class _Worker:
     quick_deaths: int = 0
     restart_at: float | None = None
     exits: list[int] = field(default_factory=list)
+    message_fd: int = -1  # read end of the pipe the worker writes a PortTaken line to
 
 
 def _die_with_parent() -> None:
@@ -104,19 +110,26 @@ class Supervisor:
         self.shared, self.run_worker = shared, run_worker
         self.status_path, self.grace, self.name = status_path, grace, name
         self.workers = [_Worker(i) for i in range(shared.workers)]
+        self.fatal: str | None = None  # a worker's PortTaken line: stop instead of restarting
 
     def _say(self, message: str) -> None:
         print(f"{self.name} supervisor pid {os.getpid()}: {message}", file=sys.stderr, flush=True)
 
     def _spawn(self, w: _Worker, old_mask: set[int | signal.Signals]) -> None:
+        read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker
             code = 0
             try:
+                os.close(read_fd)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
                 _die_with_parent()
                 self.run_worker(w.index)
+            except PortTaken as exc:
+                with contextlib.suppress(OSError):
+                    os.write(write_fd, str(exc.code).encode()[:4000])
+                code = PORT_TAKEN_EXIT
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
@@ -127,7 +140,8 @@ class Supervisor:
                     sys.stdout.flush()
                     sys.stderr.flush()
                 os._exit(code)
-        w.pid, w.started, w.restart_at = pid, time.time(), None
+        os.close(write_fd)
+        w.pid, w.started, w.restart_at, w.message_fd = pid, time.time(), None, read_fd
         self.shared.stats.set_started(w.index, pid, w.started, w.restarts)
         self._say(f"worker {w.index}/{len(self.workers)} pid {pid} started")
 
@@ -145,8 +159,11 @@ class Supervisor:
             code = os.waitstatus_to_exitcode(status)
             w.exits.append(code)
             w.pid = 0
+            message = self._message(w)
             dropped = self.shared.counts.drop_worker(w.index)
-            if stopping:
+            if code == PORT_TAKEN_EXIT and message and self.fatal is None:
+                self.fatal = message
+            if stopping or self.fatal is not None:
                 continue
             lived = time.time() - w.started
             w.quick_deaths = 0 if lived >= STEADY else w.quick_deaths + 1
@@ -156,6 +173,19 @@ class Supervisor:
                 f"worker {w.index} pid {pid} exited ({code}) after {lived:.1f} s, "
                 f"{dropped} open connection(s) released; restart in {delay:.1f} s"
             )
+
+    @staticmethod
+    def _message(w: _Worker) -> str:
+        """What the dead worker wrote to its pipe (its writer is gone, so this reads to the end)."""
+        if w.message_fd < 0:
+            return ""
+        chunks: list[bytes] = []
+        with contextlib.suppress(OSError):
+            while chunk := os.read(w.message_fd, 4096):
+                chunks.append(chunk)
+        os.close(w.message_fd)
+        w.message_fd = -1
+        return b"".join(chunks).decode(errors="replace").strip()
 
     def status(self) -> dict[str, object]:
         return {
@@ -174,7 +204,7 @@ class Supervisor:
             os.replace(tmp, self.status_path)
 
     def run(self) -> int:
-        """Run until SIGTERM/SIGINT; 0 once every worker has exited."""
+        """Run until SIGTERM/SIGINT; 0 once every worker has exited (1 when one could not listen)."""
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD is never discarded
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
@@ -191,6 +221,9 @@ class Supervisor:
                     self._say(f"signal {signal.Signals(info.si_signo).name}: stopping the workers")
                     break
                 self._reap(False)
+                if self.fatal is not None:
+                    self._say("a worker cannot listen: stopping the workers")
+                    break
                 now = time.monotonic()
                 for w in self.workers:
                     if w.restart_at is not None and w.restart_at <= now:
@@ -223,4 +256,7 @@ class Supervisor:
         self._write_status()
         failed = [w.index for w in self.workers if w.exits and w.exits[-1] not in (0, -signal.SIGTERM)]
         self._say("stopped" + (f" (workers {failed} exited with errors)" if failed else ""))
+        if self.fatal is not None:
+            print(self.fatal, file=sys.stderr, flush=True)
+            return 1
         return 0
