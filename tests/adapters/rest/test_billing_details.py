@@ -7,8 +7,10 @@ import uuid
 
 import httpx
 import pytest
+from sqlalchemy import update
 
 from proxyplane.platform import Platform
+from proxyplane.storage.models.billing import Invoice
 from tests.adapters.rest.test_invoices import pdf_text
 from tests.domains.stock.support import fresh_stock
 from tests.support import Account, bearer
@@ -112,3 +114,14 @@ async def test_issued_invoice_keeps_its_billing_details(
     for changed in ("New Name AG", "2 New Street", "CH222"):
         assert changed not in first_text and changed in second_text, (changed, second_text)
     assert "Old Name Ltd" not in second_text
+
+    # an invoice issued before the copy existed (NULL copy, migration 0016d) shows the current details
+    async with platform.db.unit_of_work() as uow:
+        await uow.session.execute(
+            update(Invoice)
+            .where(Invoice.id == int(first))
+            .values(billing_company=None, billing_address=None, billing_vat_id=None)
+        )
+        await uow.commit()
+    legacy_text = await pdf(first)
+    assert "New Name AG" in legacy_text and "Old Name Ltd" not in legacy_text, legacy_text
