@@ -39,13 +39,17 @@ MAX_HOLES = 10_000  # more open gaps than this: reload everything instead
 
 PG_READ = text(
     "WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS lo, "
-    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS hi) "
-    "SELECT s.lo, s.hi, c.seq, c.key FROM s LEFT JOIN LATERAL ("
-    "(SELECT seq, key FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT :n) UNION ALL "
-    "(SELECT seq, key FROM gateway_changes WHERE seq = ANY(:holes))"
+    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS hi, "
+    "extract(epoch from clock_timestamp())::double precision AS now) "
+    "SELECT s.lo, s.hi, c.seq, c.key, c.changed_at, s.now FROM s LEFT JOIN LATERAL ("
+    "(SELECT seq, key, changed_at FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT :n) UNION ALL "
+    "(SELECT seq, key, changed_at FROM gateway_changes WHERE seq = ANY(:holes))"
     ") c ON true"
 ).bindparams(bindparam("holes", type_=ARRAY(BigInteger)))
-SQLITE_READ = text("SELECT seq, key FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT :n")
+SQLITE_READ = text(
+    "SELECT seq, key, changed_at, (julianday('now') - 2440587.5) * 86400.0 "
+    "FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT :n"
+)
 PG_MARK = text(
     "SELECT coalesce((SELECT max(seq) FROM gateway_changes), 0), "
     "pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
@@ -60,6 +64,22 @@ class Batch:
     keys: set[str] = field(default_factory=set)  # service ids (text) and pool:<kind>
     reload_all: bool = False  # too far behind / too many holes: reload everything
     statements: int = 0
+    # database clock (unix s) at the read and the newest changed_at among the rows read; None: no rows
+    db_now: float | None = None
+    newest: float | None = None
+
+    def saw(self, changed_at: float | None, now: float) -> None:
+        if changed_at is None:
+            return
+        self.db_now = now if self.db_now is None else max(self.db_now, now)
+        self.newest = changed_at if self.newest is None else max(self.newest, changed_at)
+
+    @property
+    def lag(self) -> float | None:
+        """Seconds from the newest change read to the read, both on the database clock."""
+        if self.db_now is None or self.newest is None:
+            return None
+        return max(0.0, self.db_now - self.newest)
 
 
 class ChangeFeed:
@@ -87,15 +107,18 @@ class ChangeFeed:
             reader = self._read_pg if self.postgres else self._read_sqlite
             full = await reader(session, batch)
             if batch.reload_all or len(batch.keys) > max_keys or len(self.holes) > MAX_HOLES:
-                return Batch(reload_all=True, statements=batch.statements)
+                return Batch(
+                    reload_all=True, statements=batch.statements, db_now=batch.db_now, newest=batch.newest
+                )
             if not full:
                 return batch
 
     async def _read_sqlite(self, session: AsyncSession, batch: Batch) -> bool:
         rows = (await session.execute(SQLITE_READ, {"last": self.last, "n": PAGE})).all()
         batch.statements += 1
-        for seq, key in rows:
+        for seq, key, changed_at, now in rows:
             batch.keys.add(key)
+            batch.saw(changed_at, now)
             self.last = max(self.last, seq)
         return len(rows) == PAGE
 
@@ -104,7 +127,9 @@ class ChangeFeed:
         rows = (await session.execute(PG_READ, {"last": self.last, "holes": holes, "n": PAGE})).all()
         batch.statements += 1
         lo, hi = int(rows[0][0]), int(rows[0][1])
-        seen = [(seq, key) for _, _, seq, key in rows if seq is not None]
+        seen = [(seq, key) for _, _, seq, key, _, _ in rows if seq is not None]
+        for row in rows:
+            batch.saw(row[4], row[5])
         fresh = sum(1 for seq, _ in seen if seq > self.last)
         top = self.last
         for seq, key in seen:

@@ -52,6 +52,11 @@ FLUSH_SECONDS = Histogram(
     "Duration of one usage flush to the store",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
+CHANGE_LAG = Histogram(
+    "proxyplane_gateway_change_lag_seconds",
+    "Write -> applied lag of the newest change per poll that applied changes (database clock)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
 POLL_SECONDS = Histogram(
     "proxyplane_gateway_store_poll_seconds",
     "Duration of one read of the change log (and reload of the changed services)",

@@ -124,6 +124,7 @@ class GatewayNode:
         self.started = False
         self.polled = 0.0  # when the change log was last read (time.time())
         self.store.poll = metrics.timed(self.store.poll, self._polled)  # type: ignore[method-assign]
+        self.store.on_applied = metrics.CHANGE_LAG.observe
         self.metrics: MetricsServer | None = None
 
     def _polled(self, now: float) -> None:

@@ -25,6 +25,7 @@ import heapq
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -86,6 +87,8 @@ class StoreSync:
         self.full_reloads = 0
         self.last_load: dict[str, float] = {}  # seconds per step of the last full load
         self.statements = 0  # log reads of the last poll (tests, bench)
+        # called with the write -> applied lag (s) of each poll that applied changes (node: a histogram)
+        self.on_applied: Callable[[float], None] | None = None
 
     async def start(self) -> None:
         await self.full_reload()
@@ -166,6 +169,7 @@ class StoreSync:
         self._pending = set()
         async with self.db.unit_of_work(write=False) as uow:
             batch = await self.feed.read(uow.session, self.max_incremental)
+            read_at = time.monotonic()
             self.statements = batch.statements
             if batch.reload_all:
                 loaded = None
@@ -181,6 +185,7 @@ class StoreSync:
             log.info("gateway store: more than %d changes behind; reloading everything", self.max_incremental)
             self._pending |= changed
             await self.full_reload()
+            self._applied(batch.lag, read_at)
             return
         upserts = []
         for sid in changed:
@@ -192,6 +197,12 @@ class StoreSync:
         removals = [str(sid) for sid in changed if sid not in loaded]
         if upserts or removals:
             self.table.apply(upserts, removals)
+        self._applied(batch.lag, read_at)
+
+    def _applied(self, lag: float | None, read_at: float) -> None:
+        """Lag of the newest change read (database clock) plus the local time from read to applied."""
+        if lag is not None and self.on_applied is not None:
+            self.on_applied(lag + time.monotonic() - read_at)
 
     async def _ensure_and_poll(self) -> None:
         if self.listener is not None:

@@ -9,7 +9,7 @@ migration 0012c (PostgreSQL: statement-level, one row per distinct key per state
 SQLite): a node that just loaded everything uses it once to catch the transactions that were still open.
 """
 
-from sqlalchemy import BigInteger, Index, String
+from sqlalchemy import BigInteger, Float, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.storage.models.base import Base
@@ -22,3 +22,5 @@ class GatewayChange(Base):
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     xid: Mapped[int] = mapped_column(BigInteger, default=0)
+    # unix seconds, database clock, re-stamped with every new seq (migration 0017e)
+    changed_at: Mapped[float] = mapped_column(Float, server_default="0")
