@@ -114,12 +114,13 @@ async def prepare(url: str, credit_cents: int = 10_000_000) -> str:
         await db.dispose()
 
 
-def schemathesis_command(base: str, key: str, examples: int, phases: str, extra: list[str]) -> list[str]:
+def schemathesis_command(base: str, key: str, examples: int, phases: str, extra: list[str],
+                         config: Path = CONFIG) -> list[str]:
     exe = Path(sys.executable).with_name("schemathesis")
     return [
         str(exe),
         "--config-file",
-        str(CONFIG),
+        str(config),
         "run",
         f"{base}/api/v1/openapi.json",
         "--checks",
@@ -141,17 +142,24 @@ def schemathesis_command(base: str, key: str, examples: int, phases: str, extra:
 
 
 def run_contract(
-    settings: Settings, examples: int, phases: str = PHASES, extra: list[str] | None = None
+    settings: Settings, examples: int, phases: str = PHASES, extra: list[str] | None = None,
+    stateful_steps: int = 0,
 ) -> int:
+    """``stateful_steps`` > 0: the stateful phase's max-steps (a config-file-only option of schemathesis),
+    through a copy of the config with that one setting added."""
     from proxyplane.storage.migrate import upgrade
 
     url = settings.resolved_database_url()
     asyncio.run(upgrade(url))
     key = asyncio.run(prepare(url))
-    with serving(settings) as base:
-        cmd = schemathesis_command(base, key, examples, phases, extra or [])
-        with tempfile.TemporaryDirectory() as cwd:  # schemathesis keeps a .schemathesis/ cache in its cwd
-            return subprocess.call(cmd, env={**os.environ, "NO_COLOR": "1"}, cwd=cwd)
+    with serving(settings) as base, tempfile.TemporaryDirectory() as cwd:  # schemathesis caches in its cwd
+        config = CONFIG
+        if stateful_steps > 0:
+            config = Path(cwd) / "schemathesis.toml"
+            steps = f"\n[phases.stateful]\nmax-steps = {stateful_steps}\n"
+            config.write_text(CONFIG.read_text() + steps)
+        cmd = schemathesis_command(base, key, examples, phases, extra or [], config)
+        return subprocess.call(cmd, env={**os.environ, "NO_COLOR": "1"}, cwd=cwd)
 
 
 def main() -> None:
@@ -159,6 +167,8 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=15, help="schemathesis --max-examples per operation")
     ap.add_argument("--phases", default=PHASES)
     ap.add_argument("--database-url", default="", help="default: a fresh SQLite file in a temp dir")
+    ap.add_argument("--stateful-steps", type=int, default=0,
+                    help="the stateful phase's max-steps (default: schemathesis's own)")
     ap.add_argument("extra", nargs="*", help="more schemathesis options (after --)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as home:
@@ -169,7 +179,7 @@ def main() -> None:
             secret_key="contract-secret-key",
             public_base_url="http://127.0.0.1",
         )
-        sys.exit(run_contract(settings, args.examples, args.phases, args.extra))
+        sys.exit(run_contract(settings, args.examples, args.phases, args.extra, args.stateful_steps))
 
 
 if __name__ == "__main__":
