@@ -14,6 +14,8 @@ EVENT_TYPES: dict[str, str] = {
     "service.cancelled": "A service was cancelled (with any pro-rata refund in the payload).",
     "service.ips_added": "IPs were added to a service.",
     "service.ips_replaced": "IPs of a service were refreshed; the payload carries old and new IPs.",
+    "subuser.usage_80": "A sub-user used 80 % of its traffic limit (bytes or requests).",
+    "subuser.usage_100": "A sub-user reached its traffic limit and is refused until the limit is raised.",
     "addon.activated": "An add-on was purchased and is active.",
     "addon.cancelled": "An add-on was cancelled.",
     "wallet.credited": "The wallet was credited (confirmed top-up, refund or adjustment).",

@@ -1,0 +1,184 @@
+"""Metering of sub-users' usage, called by the gateway's usage sink inside its flush transaction.
+
+apply_usage() adds a flush's per-sub-user minute and error rows to subuser_usage_minutes /
+subuser_usage_errors (additive upserts, like gateway/usage_sink.upsert: several nodes and flushes of one
+minute sum up exactly), then moves the sub-users' counters and thresholds, in a number of statements that
+does not grow with the number of sub-users (one per BATCH):
+
+1. `used_bytes += up + down`, `used_requests += requests` (PostgreSQL: UPDATE ... FROM (VALUES ...);
+   SQLite: one UPDATE with CASE id ... per counter);
+2. per threshold (80, then 100), one UPDATE of the flushed sub-users whose usage level (80 or 100 % of
+   either limit) reached it while notified_pct is below it: it sets notified_pct (and limit_reached at
+   100) and RETURNs those rows. The WHERE is re-checked on the latest row version under concurrent
+   flushes (PostgreSQL) or run by the single writer (SQLite), so each crossing is returned, hence
+   notified, once;
+3. only when some row crossed: the owners' customer ids, and `subuser.usage_80` / `subuser.usage_100`
+   events (webhook deliveries) per customer.
+
+A counter-only UPDATE logs no gateway change (migration 0018b); setting limit_reached does, so every node
+refuses the sub-user within its poll/NOTIFY interval.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import BigInteger, case, column, select, update, values
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.domains.events.service import emit_many
+from proxyplane.storage.models import Service
+from proxyplane.storage.models.subusers import ServiceSubuser, SubuserUsageError, SubuserUsageMinute
+
+BATCH = 400
+COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
+EVENTS = {80: "subuser.usage_80", 100: "subuser.usage_100"}
+
+S = ServiceSubuser.__table__.c
+NO_SYNC = {"synchronize_session": False}  # core-style UPDATEs: no ORM objects to refresh
+
+
+def level_expr() -> Any:
+    """SQL: the usage level of a sub-user row: 100 when a limit is reached, 80 from 80 % of one, else 0."""
+
+    def over(used: Any, limit: Any, num: int, den: int) -> Any:
+        return limit.is_not(None) & (used * den >= limit * num)
+
+    full = over(S.used_bytes, S.traffic_limit_bytes, 1, 1) | over(
+        S.used_requests, S.traffic_limit_requests, 1, 1
+    )
+    most = over(S.used_bytes, S.traffic_limit_bytes, 4, 5) | over(
+        S.used_requests, S.traffic_limit_requests, 4, 5
+    )
+    return case((full, 100), (most, 80), else_=0)
+
+
+async def _upsert(
+    session: AsyncSession,
+    sqlite: bool,
+    model: Any,
+    rows: list[dict[str, Any]],
+    keys: list[str],
+    counters: tuple[str, ...],
+) -> None:
+    insert = sqlite_insert if sqlite else pg_insert
+    table = model.__table__
+    for i in range(0, len(rows), BATCH):
+        stmt = insert(model).values(rows[i : i + BATCH])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=keys, set_={c: table.c[c] + stmt.excluded[c] for c in counters}
+        )
+        await session.execute(stmt)
+
+
+def totals(minutes: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
+    """Per sub-user pk: (bytes up + down, requests) of a flush."""
+    out: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for row in minutes:
+        t = out[int(row["subuser_pk"])]
+        t[0] += int(row["bytes_up"]) + int(row["bytes_down"])
+        t[1] += int(row["requests"])
+    return {pk: (b, r) for pk, (b, r) in out.items() if b or r}
+
+
+async def _add_counters(session: AsyncSession, sqlite: bool, items: list[tuple[int, int, int]]) -> None:
+    if sqlite:
+        pks = [pk for pk, _b, _r in items]
+        byte_case = case({pk: b for pk, b, _r in items}, value=S.id, else_=0)
+        req_case = case({pk: r for pk, _b, r in items}, value=S.id, else_=0)
+        await session.execute(
+            update(ServiceSubuser)
+            .where(S.id.in_(pks))
+            .values(used_bytes=S.used_bytes + byte_case, used_requests=S.used_requests + req_case),
+            execution_options=NO_SYNC,
+        )
+        return
+    v = values(column("pk", BigInteger), column("b", BigInteger), column("r", BigInteger), name="v").data(
+        items
+    )
+    await session.execute(
+        update(ServiceSubuser)
+        .where(S.id == v.c.pk)
+        .values(used_bytes=S.used_bytes + v.c.b, used_requests=S.used_requests + v.c.r),
+        execution_options=NO_SYNC,
+    )
+
+
+async def _crossings(session: AsyncSession, pks: list[int], pct: int) -> list[Any]:
+    """Raise notified_pct to `pct` on the sub-users whose level reached it (and set limit_reached at
+    100 %); the rows that moved."""
+    level = level_expr()
+    values_: dict[str, Any] = {"notified_pct": pct}
+    if pct == 100:
+        values_["limit_reached"] = True
+    stmt = (
+        update(ServiceSubuser)
+        .where(S.id.in_(pks), level >= pct, S.notified_pct < pct)
+        .values(**values_)
+        .returning(
+            S.subuser_id,
+            S.service_id,
+            S.login,
+            S.notified_pct,
+            S.used_bytes,
+            S.used_requests,
+            S.traffic_limit_bytes,
+            S.traffic_limit_requests,
+        )
+    )
+    return list((await session.execute(stmt, execution_options=NO_SYNC)).all())
+
+
+def event_data(row: Any) -> dict[str, Any]:
+    return {
+        "subuser_id": str(row.subuser_id),
+        "service_id": str(row.service_id),
+        "login": row.login,
+        "threshold_pct": row.notified_pct,
+        "used_bytes": row.used_bytes,
+        "used_requests": row.used_requests,
+        "traffic_limit_bytes": row.traffic_limit_bytes,
+        "traffic_limit_requests": row.traffic_limit_requests,
+    }
+
+
+async def _notify(session: AsyncSession, crossed: list[Any]) -> None:
+    services = {row.service_id for row in crossed}
+    owners = dict(
+        (
+            await session.execute(
+                select(Service.service_id, Service.customer_id).where(Service.service_id.in_(services))
+            )
+        ).all()
+    )
+    per_customer: dict[int, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for row in crossed:
+        customer = owners.get(row.service_id)
+        if customer is not None:
+            per_customer[customer].append((EVENTS[row.notified_pct], event_data(row)))
+    for customer, items in per_customer.items():
+        await emit_many(session, customer, items)
+
+
+async def apply_usage(
+    session: AsyncSession, sqlite: bool, minutes: list[dict[str, Any]], errors: list[dict[str, Any]]
+) -> None:
+    """Add a flush's sub-user rows (see the module doc) in the caller's transaction; never commits.
+    minutes: {"subuser_pk", "minute", "host", "requests", "connections", "bytes_up", "bytes_down",
+    "errors"}; errors: {"subuser_pk", "minute", "host", "category", "count"}."""
+    await _upsert(session, sqlite, SubuserUsageMinute, minutes, ["subuser_pk", "minute", "host"], COUNTERS)
+    await _upsert(
+        session, sqlite, SubuserUsageError, errors, ["subuser_pk", "minute", "host", "category"], ("count",)
+    )
+    items = sorted((pk, b, r) for pk, (b, r) in totals(minutes).items())
+    for i in range(0, len(items), BATCH):
+        chunk = items[i : i + BATCH]
+        await _add_counters(session, sqlite, chunk)
+        pks = [pk for pk, _b, _r in chunk]
+        # 80 then 100: a flush that jumps past 80 % straight to the limit sends both, in order
+        crossed = [*await _crossings(session, pks, 80), *await _crossings(session, pks, 100)]
+        if crossed:
+            await _notify(session, crossed)
