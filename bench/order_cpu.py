@@ -5,6 +5,7 @@ the wall time per request. A shared machine stretches wall time far more than CP
 
     .venv/bin/python bench/order_cpu.py postgresql://postgres@127.0.0.1:55432/pp_a_bench 300
     .venv/bin/python bench/order_cpu.py sqlite:////tmp/pp_order_cpu.db 300
+    .venv/bin/python bench/order_cpu.py <url> 300 /tmp/order.txt  # + pyinstrument profile
 
 The database is emptied first (PostgreSQL: its public schema is DROPPED; SQLite: the file is removed).
 """
@@ -25,6 +26,7 @@ import time  # noqa: E402
 import uuid  # noqa: E402
 
 import httpx  # noqa: E402
+from pyinstrument import Profiler  # noqa: E402
 from sqlalchemy import insert, text  # noqa: E402
 
 from proxyplane.core.scopes import ALL_SCOPES  # noqa: E402
@@ -49,7 +51,7 @@ async def prepare(url: str) -> None:
     await upgrade(url)
 
 
-async def main(url: str, n: int) -> None:
+async def main(url: str, n: int, profile: str | None = None) -> None:
     from proxyplane.app import create_app
     from proxyplane.domains.accounts import service as accounts
     from proxyplane.domains.apikeys.service import create_key
@@ -104,10 +106,20 @@ async def main(url: str, n: int) -> None:
             for name, call in (("order", order), ("balance GET", balance)):
                 for _ in range(20):  # warm-up: statement caches, pool
                     await call()
+                prof = (
+                    Profiler(interval=0.0005, async_mode="disabled") if profile and name == "order" else None
+                )
                 wall, cpu = time.perf_counter(), time.process_time()
+                if prof is not None:
+                    prof.start()
                 for _ in range(n):
                     await call()
+                if prof is not None:
+                    prof.stop()
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                if prof is not None and profile:
+                    with open(profile, "w") as out:
+                        out.write(prof.output_text(unicode=False, color=False, show_all=False))
                 print(
                     f"{name}: CPU {cpu / n * 1000:.2f} ms, wall {wall / n * 1000:.2f} ms per request (n={n})"
                 )
@@ -116,4 +128,10 @@ async def main(url: str, n: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 300))
+    asyncio.run(
+        main(
+            sys.argv[1],
+            int(sys.argv[2]) if len(sys.argv) > 2 else 300,
+            sys.argv[3] if len(sys.argv) > 3 else None,
+        )
+    )

@@ -312,7 +312,12 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
     return OrderOut(
         order_id=result.service.number,
         service=await service_out(
-            ctx.session, ctx.platform.secrets, result.service, ips=result.ips, whitelist=result.whitelist
+            ctx.session,
+            ctx.platform.secrets,
+            result.service,
+            ips=result.ips,
+            whitelist=result.whitelist,
+            password=result.password,
         ),
         quote=quote_out(result.priced, data.geo_source),
         total_cents=result.priced.quote.total_cents,

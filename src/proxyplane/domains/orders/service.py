@@ -23,7 +23,7 @@ from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.events import services as service_events
-from proxyplane.domains.invoices import service as invoices
+from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.orders import context as order_context
 from proxyplane.domains.pricing import (
     PriceBook,
@@ -162,6 +162,7 @@ class OrderResult:
     deposit: Deposit | None
     ips: tuple[Allocated, ...] = ()
     whitelist: tuple[str, ...] = ()
+    password: str | None = None  # the service's proxy password in plain (only the order has it at hand)
 
 
 def _check_order(book: PriceBook, quote: Quote, product_kind: str, geo_source: str) -> None:
@@ -203,7 +204,7 @@ def _out_of_stock(
 
 
 def _new_service(
-    box: SecretBox, customer_id: int, quote: Quote, geo_source: str, included: int, wl: Sequence[str]
+    box: SecretBox, customer_id: int, quote: Quote, geo_source: str, included: int, password: str
 ) -> Service:
     return Service(
         service_id=uuid.uuid4(),
@@ -220,7 +221,7 @@ def _new_service(
         wallet_paid_cents=0,
         amount_due_cents=0,
         login=services.new_login(),
-        password_enc=box.encrypt(services.new_password()),
+        password_enc=box.encrypt(password),
         max_connections=included * quote.ip_count,
     )
 
@@ -311,7 +312,10 @@ async def place_order(
     if postgres:
         await session.execute(text(f"SAVEPOINT {PLACE_SAVEPOINT}"))
     taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
-    svc = _new_service(box, customer_id, quote, geo_source, included, wl)
+    password = (
+        services.new_password()
+    )  # kept in plain for the response: no decrypt of what was just encrypted
+    svc = _new_service(box, customer_id, quote, geo_source, included, password)
     _settle(svc, taken.cents if taken else 0)
     await _insert(session, svc, wl)
     ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
@@ -322,7 +326,7 @@ async def place_order(
         await session.execute(text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}"))
         session.expunge(svc)
         await services.expire_due(session)
-        svc = _new_service(box, customer_id, quote, geo_source, included, wl)
+        svc = _new_service(box, customer_id, quote, geo_source, included, password)
         await _insert(session, svc, wl)
         ips, missing = await alloc.take_waiting(
             session, svc.service_id, product_kind, geo_source, lines, postgres=True
@@ -360,8 +364,8 @@ async def place_order(
             f"order:{svc.service_id}:{idempotency_key}"[:200],
         )
         svc.deposit_id = deposit.id
-    invoice = await invoices.record_order(
-        session, svc, quote, paid, due, payment_method, svc.deposit_id, link_debits=False
+    invoice_id = await order_invoice.record_order(
+        session, svc, quote, paid, due, payment_method, svc.deposit_id
     )
     if taken is not None:
         await wallet.record_withdrawal(
@@ -371,14 +375,14 @@ async def place_order(
             "purchase",
             f"Order #{svc.number}: {quote.ip_count} {product_kind} IPs, {period_months} month(s)",
             service_id=svc.service_id,
-            invoice_id=str(invoice.id),
+            invoice_id=str(invoice_id),
             capped_key=ctx.capped_key,
             balance_low_threshold=(ctx.balance_low_threshold_cents,),
         )
     await service_events.order_placed(session, svc, due, has_endpoints=ctx.has_webhooks)
     availability = {country: count for country, count in lines}  # the order took them all
     priced = Priced(quote, (), availability, included)
-    return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl))
+    return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)
 
 
 async def settle_order_deposit(session: AsyncSession, deposit: Deposit) -> uuid.UUID | None:

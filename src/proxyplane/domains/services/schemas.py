@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.bounds import documented
 from proxyplane.core.rotating_gateway import without_stored_gateway
-from proxyplane.core.security import SecretBox
+from proxyplane.core.security import SecretBox, mask
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Service
 
@@ -65,9 +65,10 @@ async def service_out(
     *,
     ips: Sequence[Any] | None = None,
     whitelist: Sequence[str] | None = None,
+    password: str | None = None,
 ) -> ServiceOut:
-    """`ips` (objects with address, port, country) and `whitelist`: given when the caller has just
-    written them (an order), else read."""
+    """`ips` (objects with address, port, country), `whitelist` and the plain `password`: given when the
+    caller has just written them (an order: no decrypt of what it has just encrypted), else read."""
     if ips is None:
         ips = await services.service_ips(session, svc.service_id)
     return ServiceOut(
@@ -82,7 +83,7 @@ async def service_out(
         ip_count=len(ips),
         ips=[{"ip": i.address, "port": i.port, "country": i.country} for i in ips],  # type: ignore[misc]
         login=svc.login,
-        password=services.masked_password(box, svc),
+        password=mask(password) if password is not None else services.masked_password(box, svc),
         whitelist_ips=list(whitelist)
         if whitelist is not None
         else await services.whitelist(session, svc.service_id),
