@@ -14,7 +14,7 @@ from sqlalchemy import event, func, select
 
 from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.platform import Platform
-from proxyplane.storage.models import Event, Service
+from proxyplane.storage.models import Event
 from proxyplane.storage.models.gateway_changes import GatewayChange
 from proxyplane.storage.models.subusers import (
     ServiceSubuser,
@@ -22,45 +22,11 @@ from proxyplane.storage.models.subusers import (
     SubuserUsageMinute,
     SubuserWhitelist,
 )
-from tests.support import make_account
+from tests.domains.subusers.support import service_with_subusers
 
 pytestmark = pytest.mark.anyio
 
 MINUTE = datetime(2026, 5, 4, 10, 7, tzinfo=UTC)
-
-
-async def service_with_subusers(
-    platform: Platform, limits: list[int | None]
-) -> tuple[int, uuid.UUID, list[int]]:
-    account = await make_account(platform)
-    sid = uuid.uuid4()
-    async with platform.db.unit_of_work() as uow:
-        s = uow.session
-        s.add(
-            Service(
-                service_id=sid,
-                customer_id=account.customer_id,
-                product_kind="proxy_rotating",
-                status="active",
-                login=f"svc{sid.hex[:12]}",
-                password_enc=platform.secrets.encrypt("pw"),
-            )
-        )
-        await s.flush()
-        subs = [
-            ServiceSubuser(
-                service_id=sid,
-                login=f"su{i}{sid.hex[:12]}",
-                password_enc=platform.secrets.encrypt("pw"),
-                traffic_limit_bytes=limit,
-            )
-            for i, limit in enumerate(limits)
-        ]
-        s.add_all(subs)
-        await s.flush()
-        pks = [sub.id for sub in subs]
-        await uow.commit()
-    return account.customer_id, sid, pks
 
 
 def minute_row(pk: int, host: str, up: int, down: int, requests: int = 1) -> dict[str, Any]:

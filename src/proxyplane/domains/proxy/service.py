@@ -14,7 +14,7 @@ import random
 import re
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -24,6 +24,7 @@ from proxyplane.domains.addons import service as addons
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
+from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 
 API_WRITER = "api"
 TTL_MINUTES = (1, 2, 3, 5, 10, 15)
@@ -78,6 +79,23 @@ async def exit_pool(session: AsyncSession, svc: Service) -> dict[str, str]:
     return dict(rows.tuples().all())
 
 
+async def _subuser_login(session: AsyncSession, login: str) -> bool:
+    """A sub-user has this login (logins are unique across services and sub-users: issue 18)."""
+    found = await session.execute(select(ServiceSubuser.id).where(ServiceSubuser.login == login))
+    return found.first() is not None
+
+
+async def subuser_whitelist_entries(session: AsyncSession, svc: Service) -> int:
+    """Whitelist entries of the service's sub-users: they use the service's slots (issue 18)."""
+    q = (
+        select(func.count())
+        .select_from(SubuserWhitelist)
+        .join(ServiceSubuser, ServiceSubuser.id == SubuserWhitelist.subuser_pk)
+        .where(ServiceSubuser.service_id == svc.service_id)
+    )
+    return int((await session.execute(q)).scalar_one())
+
+
 # --- credentials ----------------------------------------------------------------------------------
 
 
@@ -100,7 +118,7 @@ async def change_credentials(
                 field="login",
             )
         other = await services.get_by_login(session, login)
-        if other is not None:
+        if other is not None or await _subuser_login(session, login):
             raise Conflict(f"login {login!r} is taken")
         svc.login = login
         changed = True
@@ -147,9 +165,10 @@ async def whitelist_add(session: AsyncSession, svc: Service, ip: str) -> None:
     if ip in current:
         return
     limit = await whitelist_limit(session, svc)
-    if len(current) >= limit:
+    if len(current) + await subuser_whitelist_entries(session, svc) >= limit:
         raise Conflict(
-            f"the whitelist is full ({limit} entries); remove one or buy the extra whitelist slots add-on",
+            f"the whitelist is full ({limit} entries, the service's and its sub-users' together); remove one "
+            "or buy the extra whitelist slots add-on",
             limit=limit,
         )
     session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
