@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.services import service as services
+from proxyplane.domains.subusers import service as subusers
 from proxyplane.domains.usage import service as usage
 from proxyplane.ops import Context, Handler, Operation, register
 
@@ -22,6 +23,9 @@ class WindowQuery(BaseModel):
     service_id: uuid.UUID
     start: datetime = Field(description="ISO 8601 date-time (UTC when no offset); required")
     end: datetime = Field(description="ISO 8601 date-time, after start; required")
+    subuser_id: uuid.UUID | None = Field(
+        default=None, description="only this sub-user's usage (a sub-user of the service; 404 otherwise)"
+    )
 
 
 class SeriesQuery(WindowQuery):
@@ -58,6 +62,7 @@ def counters(t: usage.Totals) -> Counters:
 
 class UsageOut(Counters):
     service_id: uuid.UUID
+    subuser_id: uuid.UUID | None = Field(default=None, description="the sub-user filter, when given")
     start: datetime = Field(description="start of the first minute bucket counted")
     end: datetime
     errors_by_category: dict[str, int]
@@ -65,6 +70,7 @@ class UsageOut(Counters):
 
 class ExportOut(BaseModel):
     service_id: uuid.UUID
+    subuser_id: uuid.UUID | None = Field(default=None, description="the sub-user filter, when given")
     filename: str
     content_type: str = "text/csv"
     rows: int
@@ -77,6 +83,7 @@ class SeriesPoint(Counters):
 
 class SeriesOut(BaseModel):
     service_id: uuid.UUID
+    subuser_id: uuid.UUID | None = Field(default=None, description="the sub-user filter, when given")
     points: list[SeriesPoint]
 
 
@@ -86,29 +93,37 @@ class Destination(Counters):
 
 class DestinationsOut(BaseModel):
     service_id: uuid.UUID
+    subuser_id: uuid.UUID | None = Field(default=None, description="the sub-user filter, when given")
     destinations: list[Destination]
 
 
 class ErrorsOut(BaseModel):
     service_id: uuid.UUID
+    subuser_id: uuid.UUID | None = Field(default=None, description="the sub-user filter, when given")
     errors_by_category: dict[str, int]
     errors_by_exit_ip: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="Upstream failures (connect, refused, timeout) per exit IP and category; exit IPs "
-        "without failures are not listed",
+        "without failures are not listed; empty with a sub-user filter (metered per service only)",
     )
 
 
-async def _owned(ctx: Context, service_id: uuid.UUID) -> uuid.UUID:
-    return (await services.get_owned(ctx.session, ctx.customer_id, service_id)).service_id
+async def _owned(ctx: Context, q: WindowQuery) -> tuple[uuid.UUID, int | None]:
+    """(the customer's service id, the internal id of the sub-user filter or None); 404 for another
+    customer's service or a sub-user of another service."""
+    svc = await services.get_owned(ctx.session, ctx.customer_id, q.service_id)
+    if q.subuser_id is None:
+        return svc.service_id, None
+    return svc.service_id, (await subusers.get_owned(ctx.session, svc, q.subuser_id)).id
 
 
 async def get_usage(ctx: Context, q: WindowQuery) -> UsageOut:
-    sid = await _owned(ctx, q.service_id)
+    sid, sub = await _owned(ctx, q)
     start, end = usage.window(q.start, q.end)
-    t = await usage.totals(ctx.session, sid, start, end)
+    t = await usage.totals(ctx.session, sid, start, end, subuser=sub)
     return UsageOut(
         service_id=sid,
+        subuser_id=q.subuser_id,
         start=start,
         end=end,
         errors_by_category=t.errors_by_category,
@@ -117,34 +132,43 @@ async def get_usage(ctx: Context, q: WindowQuery) -> UsageOut:
 
 
 async def export_usage(ctx: Context, q: WindowQuery) -> ExportOut:
-    sid = await _owned(ctx, q.service_id)
-    text, n = await usage.export_csv(ctx.session, sid, q.start, q.end)
-    name = f"usage-{sid}-{q.start:%Y%m%dT%H%M}-{q.end:%Y%m%dT%H%M}.csv"
-    return ExportOut(service_id=sid, filename=name, rows=n, csv=text)
+    sid, sub = await _owned(ctx, q)
+    text, n = await usage.export_csv(ctx.session, sid, q.start, q.end, subuser=sub)
+    who = f"{sid}-{q.subuser_id}" if q.subuser_id else str(sid)
+    name = f"usage-{who}-{q.start:%Y%m%dT%H%M}-{q.end:%Y%m%dT%H%M}.csv"
+    return ExportOut(service_id=sid, subuser_id=q.subuser_id, filename=name, rows=n, csv=text)
 
 
 async def usage_series(ctx: Context, q: SeriesQuery) -> SeriesOut:
-    sid = await _owned(ctx, q.service_id)
-    points = await usage.series(ctx.session, sid, q.start, q.end, q.resolution)
+    sid, sub = await _owned(ctx, q)
+    points = await usage.series(ctx.session, sid, q.start, q.end, q.resolution, subuser=sub)
     return SeriesOut(
-        service_id=sid, points=[SeriesPoint(minute=m, **counters(t).model_dump()) for m, t in points]
+        service_id=sid,
+        subuser_id=q.subuser_id,
+        points=[SeriesPoint(minute=m, **counters(t).model_dump()) for m, t in points],
     )
 
 
 async def top_destinations(ctx: Context, q: TopQuery) -> DestinationsOut:
-    sid = await _owned(ctx, q.service_id)
-    rows = await usage.top_destinations(ctx.session, sid, q.start, q.end, q.limit)
+    sid, sub = await _owned(ctx, q)
+    rows = await usage.top_destinations(ctx.session, sid, q.start, q.end, q.limit, subuser=sub)
     return DestinationsOut(
-        service_id=sid, destinations=[Destination(host=h, **counters(t).model_dump()) for h, t in rows]
+        service_id=sid,
+        subuser_id=q.subuser_id,
+        destinations=[Destination(host=h, **counters(t).model_dump()) for h, t in rows],
     )
 
 
 async def usage_errors(ctx: Context, q: WindowQuery) -> ErrorsOut:
-    sid = await _owned(ctx, q.service_id)
+    sid, sub = await _owned(ctx, q)
     return ErrorsOut(
         service_id=sid,
-        errors_by_category=await usage.errors_by_category(ctx.session, sid, q.start, q.end),
-        errors_by_exit_ip=await usage.errors_by_exit_ip(ctx.session, sid, q.start, q.end),
+        subuser_id=q.subuser_id,
+        errors_by_category=await usage.errors_by_category(ctx.session, sid, q.start, q.end, subuser=sub),
+        # exit-IP failures are metered per service only
+        errors_by_exit_ip={}
+        if sub is not None
+        else await usage.errors_by_exit_ip(ctx.session, sid, q.start, q.end),
     )
 
 

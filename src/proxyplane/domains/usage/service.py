@@ -6,6 +6,9 @@ errors by category and the CSV export all read the same buckets, so they always 
 destinations and errors by category read whole days and hours from the rollups (usage_rollups,
 usage_error_rollups, written with the minutes) and minutes only at the window's edges (windows.py),
 as does the series per hour or day; the series per minute and the export read the minutes themselves.
+
+With `subuser` (a sub-user's internal id) every read takes that sub-user's minutes instead
+(subuser_usage_minutes / subuser_usage_errors, same shapes; no rollups for sub-users yet).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.usage.windows import DAY, HOUR, error_rows, floor, usage_rows
 from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
+from proxyplane.storage.models.subusers import SubuserUsageMinute
 
 MAX_EXPORT_ROWS = 200_000
 COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
@@ -56,20 +60,42 @@ def _where(model: Any, service_id: uuid.UUID, start: datetime, end: datetime) ->
     return [model.service_id == service_id, model.minute >= start, model.minute < end]
 
 
-async def totals(session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime) -> Totals:
+def _minutes(
+    service_id: uuid.UUID, subuser: int | None, start: datetime, end: datetime
+) -> tuple[Any, list[Any]]:
+    """(minute model, WHERE) of the service's minutes, or of one of its sub-users' (internal id)."""
+    if subuser is None:
+        return UsageMinute, _where(UsageMinute, service_id, start, end)
+    m = SubuserUsageMinute
+    return m, [m.subuser_pk == subuser, m.minute >= start, m.minute < end]
+
+
+async def totals(
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    *,
+    subuser: int | None = None,
+) -> Totals:
     start, end = window(start, end)
-    rows = usage_rows(service_id, start, end, COUNTERS)
+    rows = usage_rows(service_id, start, end, COUNTERS, subuser=subuser)
     row = (await session.execute(select(*(func.coalesce(func.sum(rows.c[c]), 0) for c in COUNTERS)))).one()
     out = Totals.of(row)
-    out.errors_by_category = await errors_by_category(session, service_id, start, end)
+    out.errors_by_category = await errors_by_category(session, service_id, start, end, subuser=subuser)
     return out
 
 
 async def errors_by_category(
-    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    *,
+    subuser: int | None = None,
 ) -> dict[str, int]:
     start, end = window(start, end)
-    errors = error_rows(service_id, start, end)
+    errors = error_rows(service_id, start, end, subuser)
     rows = await session.execute(
         select(errors.c.category, func.sum(errors.c.count))
         .group_by(errors.c.category)
@@ -99,14 +125,20 @@ RESOLUTIONS = {"hour": HOUR, "day": DAY}
 
 
 async def series(
-    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime, resolution: str = "minute"
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    resolution: str = "minute",
+    *,
+    subuser: int | None = None,
 ) -> list[tuple[datetime, Totals]]:
     """Totals per minute, or per UTC hour or day (each point at its bucket's start; the first and last
     buckets count only the window's minutes). Buckets without traffic are left out."""
     start, end = window(start, end)
     if resolution in RESOLUTIONS:
         step = RESOLUTIONS[resolution]
-        u = usage_rows(service_id, start, end, COUNTERS, at=True, largest=step)
+        u = usage_rows(service_id, start, end, COUNTERS, at=True, largest=step, subuser=subuser)
         rows = await session.execute(
             select(u.c.at, *(func.sum(u.c[c]) for c in COUNTERS)).group_by(u.c.at).order_by(u.c.at)
         )
@@ -116,22 +148,24 @@ async def series(
             for i, v in enumerate(vals):
                 point[i] += int(v or 0)
         return [(at, Totals.of(vals)) for at, vals in points.items()]
-    sums = [func.sum(getattr(UsageMinute, c)) for c in COUNTERS]
-    rows = await session.execute(
-        select(UsageMinute.minute, *sums)
-        .where(*_where(UsageMinute, service_id, start, end))
-        .group_by(UsageMinute.minute)
-        .order_by(UsageMinute.minute)
-    )
+    m, where = _minutes(service_id, subuser, start, end)
+    sums = [func.sum(getattr(m, c)) for c in COUNTERS]
+    rows = await session.execute(select(m.minute, *sums).where(*where).group_by(m.minute).order_by(m.minute))
     return [(as_utc(m), Totals.of(vals)) for m, *vals in rows.all()]
 
 
 async def top_destinations(
-    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime, limit: int
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    limit: int,
+    *,
+    subuser: int | None = None,
 ) -> list[tuple[str, Totals]]:
     """Destination hosts by bytes (up + down), then requests."""
     start, end = window(start, end)
-    u = usage_rows(service_id, start, end, ("host", *COUNTERS))
+    u = usage_rows(service_id, start, end, ("host", *COUNTERS), subuser=subuser)
     traffic = func.sum(u.c.bytes_up + u.c.bytes_down)
     rows = await session.execute(
         select(u.c.host, *(func.sum(u.c[c]) for c in COUNTERS))
@@ -143,18 +177,21 @@ async def top_destinations(
 
 
 async def export_csv(
-    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    *,
+    subuser: int | None = None,
 ) -> tuple[str, int]:
     """CSV per minute and destination host: minute,host,requests,connections,bytes_up,bytes_down,errors.
     Column sums equal `totals` for the same window. Returns (csv text, data rows)."""
     start, end = window(start, end)
     if end - start > timedelta(days=93):
         raise ValidationFailed("an export covers at most 93 days; split the window", field="end")
+    m, where = _minutes(service_id, subuser, start, end)
     rows = await session.execute(
-        select(UsageMinute)
-        .where(*_where(UsageMinute, service_id, start, end))
-        .order_by(UsageMinute.minute, UsageMinute.host)
-        .limit(MAX_EXPORT_ROWS + 1)
+        select(m).where(*where).order_by(m.minute, m.host).limit(MAX_EXPORT_ROWS + 1)
     )
     items = list(rows.scalars())
     if len(items) > MAX_EXPORT_ROWS:

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, union_all
 
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
+from proxyplane.storage.models.subusers import SubuserUsageError, SubuserUsageMinute
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
 
 MINUTE, HOUR, DAY = timedelta(minutes=1), timedelta(hours=1), timedelta(days=1)
@@ -83,10 +84,20 @@ def usage_rows(
     *,
     at: bool = False,
     largest: timedelta = DAY,
+    subuser: int | None = None,
 ) -> Any:
     """A subquery of rows (`columns` of usage_minutes, e.g. host and the counters) whose sums over
     any grouping equal those of the window's minute rows; with `at`, also each row's minute or bucket
-    start as column `at` (buckets no longer than `largest`)."""
+    start as column `at` (buckets no longer than `largest`). With `subuser` (a sub-user's internal id):
+    the same over that sub-user's minutes (subuser_usage_minutes; no rollups)."""
+    if subuser is not None:
+        m = SubuserUsageMinute
+        cols = [getattr(m, c) for c in columns] + ([m.minute.label("at")] if at else [])
+        return (
+            select(*cols)
+            .where(m.subuser_pk == subuser, m.minute >= start, m.minute < _ceil(end, MINUTE))
+            .subquery("usage")
+        )
     p = plan(start, end, largest)
     parts = []
     if p.minutes:
@@ -100,8 +111,16 @@ def usage_rows(
     return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("usage")
 
 
-def error_rows(service_id: uuid.UUID, start: datetime, end: datetime) -> Any:
-    """A subquery of (category, count) rows whose sums per category equal the window's usage_errors."""
+def error_rows(service_id: uuid.UUID, start: datetime, end: datetime, subuser: int | None = None) -> Any:
+    """A subquery of (category, count) rows whose sums per category equal the window's usage_errors
+    (with `subuser`: that sub-user's subuser_usage_errors)."""
+    if subuser is not None:
+        e = SubuserUsageError
+        return (
+            select(e.category, e.count)
+            .where(e.subuser_pk == subuser, e.minute >= start, e.minute < _ceil(end, MINUTE))
+            .subquery("errors")
+        )
     p = plan(start, end)
     parts = []
     if p.minutes:
