@@ -19,7 +19,9 @@ from proxyplane.domains.proxy import ops as _proxy  # noqa: F401
 from proxyplane.domains.proxy import sticky_ops as _sticky  # noqa: F401
 from proxyplane.domains.renewals import ops as _renewals  # noqa: F401
 from proxyplane.domains.services import ops as _services  # noqa: F401
+from proxyplane.domains.stock import operator_ops as _operator_stock  # noqa: F401
 from proxyplane.domains.subusers import ops as _subusers  # noqa: F401
+from proxyplane.domains.tickets import operator_ops as _operator_tickets  # noqa: F401
 from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
 from proxyplane.domains.usage import ops as _usage  # noqa: F401
 from proxyplane.domains.wallet import ops as _wallet  # noqa: F401

@@ -91,6 +91,7 @@ class Context:
 Handler = Callable[[Context, Any], Awaitable[Any]]
 CUSTOMER_API = frozenset({"rest", "mcp"})
 LEGACY = frozenset({"legacy"})
+OPERATOR = frozenset({"cli"})  # the operator's actions: the CLI door only, never REST or MCP
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,25 @@ def register(*ops: Operation) -> None:
         REGISTRY[op.name] = op
         if op.input is not None:
             forbid_nul(op.input)  # no NUL in any text input, on every door (core/text_input.py)
+
+
+def operator_op(
+    name: str, handler: Handler, input: type[BaseModel], effect: Effect = Effect.WRITE
+) -> Operation:
+    """An operator action `operator_<name>` (`proxyplane admin ...`): served by the CLI door only, no API key
+    (the operator's authority is access to the host and its database)."""
+    return Operation(
+        name=f"operator_{name}",
+        summary=f"operator: {name.replace('_', ' ')}",
+        method="POST",
+        path=f"/admin/{name}",
+        handler=handler,
+        input=input,
+        effect=effect,
+        auth=Auth.NONE,
+        mcp=False,
+        doors=OPERATOR,
+    )
 
 
 def check_access(op: Operation, caller: Caller) -> None:

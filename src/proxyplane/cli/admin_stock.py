@@ -1,27 +1,20 @@
-"""`proxyplane admin stock|product|price ...`: the operator's stock, catalog products and price books."""
+"""`proxyplane admin stock|product|price ...`: the operator's stock, catalog products and price books;
+flags in, JSON out, over the registered operator operations (domains/stock/operator_ops.py, served by the
+"cli" door only)."""
 
 from __future__ import annotations
 
 import json
 import sys
 import uuid
-from collections.abc import Iterable
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import click
-from sqlalchemy import select
 
 from proxyplane.cli.admin import admin
-from proxyplane.cli.common import admin_call, echo_json, fail
-from proxyplane.domains.pricing import pricing_info
-from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
-from proxyplane.domains.services.service import expire_due
+from proxyplane.cli.common import echo_json, fail, operator_call
 from proxyplane.domains.stock import bulk
-from proxyplane.domains.stock import service as stock
-from proxyplane.domains.stock.seed import seed_demo
-from proxyplane.storage.models import CatalogProduct
 
 POOLS = click.Choice(["proxy_datacenter", "proxy_isp", "proxy_personal"])
 
@@ -31,23 +24,33 @@ def stock_group() -> None:
     """Exit-IP pools: import, add a range, retire, summary, demo seed."""
 
 
-def run_import(
-    pool: str, rows: Iterable[bulk.Row], total: int, capacity: int | None, port: int | None
-) -> None:
-    """Import rows in one transaction; a progress bar on stderr when it is a terminal."""
+class ProgressBar:
+    """The import's progress hook: a bar on stderr when it is a terminal and the import is big enough,
+    opened at the first chunk (the operation knows the total) and closed with the command."""
 
-    async def go(session: Any, _: Any) -> Any:
-        with ExitStack() as stack:
-            progress = None
-            if sys.stderr.isatty() and total >= bulk.CHUNK:
-                bar = stack.enter_context(click.progressbar(length=total, label="importing", file=sys.stderr))
-                progress = bar.update
-            result = await bulk.import_rows(
-                session, pool, rows, capacity=capacity, port=port, progress=progress
+    def __init__(self, stack: ExitStack) -> None:
+        self.stack = stack
+        self.bar: Any = None
+        self.off = not sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.off:
+            return
+        if self.bar is None:
+            if total < bulk.CHUNK:
+                self.off = True
+                return
+            self.bar = self.stack.enter_context(
+                click.progressbar(length=total, label="importing", file=sys.stderr)
             )
-        return {"added": result.added, "skipped": result.skipped}
+        self.bar.update(done)
 
-    echo_json(admin_call(go))
+
+def run_import(operation: str, **fields: Any) -> None:
+    """Import rows in one transaction (the operation's); a progress bar on stderr on a terminal."""
+    with ExitStack() as stack:
+        result = operator_call(operation, progress=ProgressBar(stack), **fields)
+    echo_json(result)
 
 
 @stock_group.command("import")
@@ -57,12 +60,7 @@ def run_import(
 @click.option("--port", type=int, default=None)
 def stock_import(pool: str, path: str, capacity: int | None, port: int | None) -> None:
     """Import IPs from a file: one `IP MAXMIND_COUNTRY [RIPE_COUNTRY]` per line (# comments)."""
-    lines = Path(path).read_text().splitlines()
-    try:
-        rows = list(bulk.file_rows(lines))  # every line checked before anything is written
-    except ValueError as exc:
-        fail(str(exc))
-    run_import(pool, rows, len(rows), capacity, port)
+    run_import("operator_stock_import", pool=pool, file=path, capacity=capacity, port=port)
 
 
 @stock_group.command("add-range")
@@ -76,12 +74,15 @@ def stock_add_range(
     pool: str, spec: str, country: str, ripe_country: str | None, capacity: int | None, port: int | None
 ) -> None:
     """Add every address of a range to a pool."""
-    try:
-        first, last = bulk.range_bounds(spec)
-        rows = bulk.range_rows(first, last, country, ripe_country or country)
-    except ValueError as exc:
-        fail(str(exc))
-    run_import(pool, rows, last - first + 1, capacity, port)
+    run_import(
+        "operator_stock_add_range",
+        pool=pool,
+        range=spec,
+        country=country,
+        ripe_country=ripe_country,
+        capacity=capacity,
+        port=port,
+    )
 
 
 @stock_group.command("retire")
@@ -89,17 +90,9 @@ def stock_add_range(
 @click.option("--range", "spec", default=None, help="retire a whole range")
 def stock_retire(addresses: tuple[str, ...], spec: str | None) -> None:
     """Stop selling IPs (services holding them keep them until they end)."""
-    wanted = list(addresses) + (stock.expand_range(spec) if spec else [])
-    if not wanted:
+    if not addresses and not spec:
         fail("give addresses or --range")
-
-    async def go(session: Any, _: Any) -> Any:
-        retired = 0
-        for i in range(0, len(wanted), 10_000):  # bound parameters per statement (SQLite: 32,766)
-            retired += await stock.retire_ips(session, wanted[i : i + 10_000])
-        return {"retired": retired}
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_stock_retire", addresses=list(addresses), range=spec))
 
 
 @stock_group.command("show")
@@ -107,49 +100,19 @@ def stock_retire(addresses: tuple[str, ...], spec: str | None) -> None:
 @click.option("--geo-source", type=click.Choice(["maxmind", "ripe"]), default="maxmind")
 def stock_show(pool: str | None, geo_source: str) -> None:
     """Pools (IPs, slots, assigned) and, with --pool, available IPs per country."""
-
-    async def go(session: Any, _: Any) -> Any:
-        out: dict[str, Any] = {"pools": await stock.pool_summary(session)}
-        if pool:
-            avail = await stock.availability(session, pool, geo_source)
-            out["available"] = dict(sorted(avail.items(), key=lambda kv: (-kv[1], kv[0])))
-        return out
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_stock_show", pool=pool, geo_source=geo_source))
 
 
 @stock_group.command("seed-demo")
 def stock_seed_demo() -> None:
     """Add the demo loopback stock and catalog products (idempotent)."""
-
-    async def go(session: Any, _: Any) -> Any:
-        return await seed_demo(session)
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_stock_seed_demo"))
 
 
 @stock_group.command("expire")
 def stock_expire() -> None:
     """Mark services past their term as expired and free their IPs."""
-
-    async def go(session: Any, _: Any) -> Any:
-        return {"expired": [str(s) for s in await expire_due(session)]}
-
-    echo_json(admin_call(go))
-
-
-def product_json(p: CatalogProduct) -> dict[str, Any]:
-    return {
-        "product_id": str(p.product_id),
-        "name": p.name,
-        "kind": p.kind,
-        "price_cents": p.price_cents,
-        "period_months": p.period_months,
-        "active": p.active,
-        "max_connections": p.max_connections,
-        "config": p.config,
-        "parameters_schema": p.parameters_schema,
-    }
+    echo_json(operator_call("operator_stock_expire"))
 
 
 @admin.group("product")
@@ -159,11 +122,7 @@ def product_group() -> None:
 
 @product_group.command("list")
 def product_list() -> None:
-    async def go(session: Any, _: Any) -> Any:
-        rows = (await session.execute(select(CatalogProduct).order_by(CatalogProduct.sort_order))).scalars()
-        return [product_json(p) for p in rows]
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_product_list"))
 
 
 @product_group.command("add")
@@ -192,23 +151,18 @@ def product_add(
         fail(f"invalid JSON: {exc}")
     if price_cents < 0:
         fail("price must not be negative")
-
-    async def go(session: Any, _: Any) -> Any:
-        p = CatalogProduct(
-            name=name,
-            kind=kind,
-            price_cents=price_cents,
-            period_months=int(period_months),
-            description=description,
-            config=config,
-            parameters_schema=schema,
-            max_connections=max_connections,
-        )
-        session.add(p)
-        await session.flush()
-        return product_json(p)
-
-    echo_json(admin_call(go))
+    product = operator_call(
+        "operator_product_add",
+        name=name,
+        kind=kind,
+        price_cents=price_cents,
+        period_months=int(period_months),
+        description=description,
+        config=config,
+        parameters_schema=schema,
+        max_connections=max_connections,
+    )
+    echo_json(product)
 
 
 @product_group.command("set")
@@ -217,19 +171,9 @@ def product_add(
 @click.option("--active/--inactive", default=None)
 def product_set(product_id: uuid.UUID, price_cents: int | None, active: bool | None) -> None:
     """Change a product's price or (de)activate it."""
-
-    async def go(session: Any, _: Any) -> Any:
-        p = await session.get(CatalogProduct, product_id)
-        if p is None:
-            raise ValueError(f"product {product_id} not found")
-        if price_cents is not None:
-            p.price_cents = price_cents
-        if active is not None:
-            p.active = active
-        await session.flush()
-        return product_json(p)
-
-    echo_json(admin_call(go))
+    echo_json(
+        operator_call("operator_product_set", product_id=product_id, price_cents=price_cents, active=active)
+    )
 
 
 @admin.group("price")
@@ -240,11 +184,7 @@ def price_group() -> None:
 @price_group.command("show")
 @click.option("--kind", type=POOLS, default=None)
 def price_show(kind: str | None) -> None:
-    async def go(session: Any, _: Any) -> Any:
-        books = await load_pricebooks(session)
-        return {k: pricing_info(b) for k, b in books.items() if kind in (None, k)}
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_price_show", kind=kind))
 
 
 @price_group.command("set")
@@ -258,20 +198,11 @@ def price_set(kind: str, overrides_json: str) -> None:
         fail(f"invalid JSON: {exc}")
     if not isinstance(overrides, dict):
         fail("overrides must be a JSON object")
-
-    async def go(session: Any, _: Any) -> Any:
-        return pricing_info(await set_overrides(session, kind, overrides))
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_price_set", kind=kind, overrides=overrides))
 
 
 @price_group.command("reset")
 @click.option("--kind", type=POOLS, required=True)
 def price_reset(kind: str) -> None:
     """Back to the shipped defaults for a kind."""
-
-    async def go(session: Any, _: Any) -> Any:
-        await reset_overrides(session, kind)
-        return {"reset": kind}
-
-    echo_json(admin_call(go))
+    echo_json(operator_call("operator_price_reset", kind=kind))

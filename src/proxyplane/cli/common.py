@@ -1,18 +1,18 @@
-"""Helpers shared by the command modules: run a coroutine, fail on one line, one unit of work per admin
-command, JSON output."""
+"""Helpers shared by the command modules: run a coroutine, fail on one line, an operator operation through
+`invoke` (one unit of work per admin command), JSON output."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 import click
 
 from proxyplane.core.errors import DomainError
-from proxyplane.core.settings import Settings, get_settings
+from proxyplane.core.settings import get_settings
 
 
 def run(coro: Awaitable[Any]) -> Any:
@@ -22,33 +22,6 @@ def run(coro: Awaitable[Any]) -> Any:
 def fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
-
-
-def admin_call(fn: Callable[[Any, Settings], Awaitable[Any]]) -> Any:
-    """Run `fn(session, settings)` in one unit of work on a migrated database; print errors on one line."""
-    from proxyplane.storage.engine import Database
-    from proxyplane.storage.migrate import upgrade
-
-    settings = get_settings()
-
-    async def go() -> Any:
-        url = settings.resolved_database_url()
-        await upgrade(url)
-        db = Database(url)
-        try:
-            async with db.unit_of_work(write=True) as uow:
-                result = await fn(uow.session, settings)
-                await uow.commit()
-                return result
-        finally:
-            await db.dispose()
-
-    try:
-        return run(go())
-    except DomainError as exc:
-        fail(exc.message)
-    except ValueError as exc:
-        fail(str(exc))
 
 
 def operator_call(operation: str, /, **fields: Any) -> Any:

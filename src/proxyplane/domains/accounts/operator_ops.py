@@ -12,10 +12,8 @@ from pydantic import BaseModel
 from proxyplane.domains.accounts import service as accounts
 from proxyplane.domains.apikeys import service as apikeys
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Context, Effect, operator_op, register
 from proxyplane.storage.models import Customer
-
-CLI = frozenset({"cli"})
 
 
 def customer_json(c: Customer) -> dict[str, Any]:
@@ -93,19 +91,7 @@ async def set_partner_discount(ctx: Context, data: Discount) -> dict[str, Any]:
     return customer_json(c)
 
 
-def _op(name: str, handler: Any, input: type[BaseModel], effect: Effect = Effect.WRITE) -> Operation:
-    return Operation(
-        name=f"operator_{name}",
-        summary=f"operator: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/admin/{name}",
-        handler=handler,
-        input=input,
-        effect=effect,
-        auth=Auth.NONE,
-        mcp=False,
-        doors=CLI,
-    )
+_op = operator_op
 
 
 CREATE_CUSTOMER = _op("create_customer", create_customer, NewCustomer)

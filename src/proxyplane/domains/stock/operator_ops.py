@@ -1,0 +1,213 @@
+"""The operator's stock, catalog products and price books (`proxyplane admin stock|product|price`) as
+registered operations served by the "cli" door only (ops.operator_op): never REST or MCP.
+
+The bulk import keeps its speed: the handler hands the parsed rows (a list for a file, the lazy RangeRows
+for a range) straight to domains/stock/bulk.import_rows in the operation's one transaction; `progress`, a
+callable the CLI passes (never part of any published schema), is told (rows handled, total) per chunk."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
+from sqlalchemy import select
+
+from proxyplane.core.errors import NotFound
+from proxyplane.domains.pricing import pricing_info
+from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
+from proxyplane.domains.services.service import expire_due
+from proxyplane.domains.stock import bulk
+from proxyplane.domains.stock import service as stock
+from proxyplane.domains.stock.seed import seed_demo
+from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.storage.models import CatalogProduct
+
+Pool = Literal["proxy_datacenter", "proxy_isp", "proxy_personal"]
+ImportProgress = Callable[[int, int], None]  # (rows handled since the last call, total rows)
+
+
+class Into(BaseModel):
+    pool: Pool
+    capacity: int | None = None  # services per IP (dedicated pools: always 1)
+    port: int | None = None
+    progress: SkipJsonSchema[ImportProgress | None] = Field(default=None, exclude=True)
+
+
+class ImportFile(Into):
+    file: str  # one `IP MAXMIND_COUNTRY [RIPE_COUNTRY]` per line, `#` comments
+
+
+class AddRange(Into):
+    range: str  # CIDR (127.0.5.0/24) or FIRST-LAST
+    country: str  # per MaxMind
+    ripe_country: str | None = None  # per RIPE (default: the same)
+
+
+class Retire(BaseModel):
+    addresses: list[str] = []
+    range: str | None = None
+
+
+class StockShow(BaseModel):
+    pool: Pool | None = None
+    geo_source: Literal["maxmind", "ripe"] = "maxmind"
+
+
+class NoInput(BaseModel):
+    pass
+
+
+async def _import(ctx: Context, into: Into, rows: Iterable[bulk.Row], total: int) -> dict[str, int]:
+    hook = into.progress
+    progress = None if hook is None else (lambda n: hook(n, total))
+    result = await bulk.import_rows(
+        ctx.session, into.pool, rows, capacity=into.capacity, port=into.port, progress=progress
+    )
+    return {"added": result.added, "skipped": result.skipped}
+
+
+async def import_file(ctx: Context, data: ImportFile) -> dict[str, int]:
+    lines = Path(data.file).read_text().splitlines()
+    rows = list(bulk.file_rows(lines))  # every line checked before anything is written
+    return await _import(ctx, data, rows, len(rows))
+
+
+async def add_range(ctx: Context, data: AddRange) -> dict[str, int]:
+    first, last = bulk.range_bounds(data.range)
+    rows = bulk.range_rows(first, last, data.country, data.ripe_country or data.country)
+    return await _import(ctx, data, rows, last - first + 1)
+
+
+async def retire(ctx: Context, data: Retire) -> dict[str, int]:
+    wanted = list(data.addresses) + (stock.expand_range(data.range) if data.range else [])
+    retired = 0
+    for i in range(0, len(wanted), 10_000):  # bound parameters per statement (SQLite: 32,766)
+        retired += await stock.retire_ips(ctx.session, wanted[i : i + 10_000])
+    return {"retired": retired}
+
+
+async def show(ctx: Context, data: StockShow) -> dict[str, Any]:
+    out: dict[str, Any] = {"pools": await stock.pool_summary(ctx.session)}
+    if data.pool:
+        avail = await stock.availability(ctx.session, data.pool, data.geo_source)
+        out["available"] = dict(sorted(avail.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
+async def seed(ctx: Context, _: NoInput) -> dict[str, int]:
+    return await seed_demo(ctx.session)
+
+
+async def expire(ctx: Context, _: NoInput) -> dict[str, list[str]]:
+    return {"expired": [str(s) for s in await expire_due(ctx.session)]}
+
+
+def product_json(p: CatalogProduct) -> dict[str, Any]:
+    return {
+        "product_id": str(p.product_id),
+        "name": p.name,
+        "kind": p.kind,
+        "price_cents": p.price_cents,
+        "period_months": p.period_months,
+        "active": p.active,
+        "max_connections": p.max_connections,
+        "config": p.config,
+        "parameters_schema": p.parameters_schema,
+    }
+
+
+class NewProduct(BaseModel):
+    name: str
+    kind: str
+    price_cents: int = Field(ge=0)
+    period_months: Literal[1, 3, 6, 12] = 1
+    description: str = ""
+    config: dict[str, Any] = {}
+    parameters_schema: dict[str, Any] = {"type": "object", "properties": {}}
+    max_connections: int = 100
+
+
+class ProductChange(BaseModel):
+    product_id: uuid.UUID
+    price_cents: int | None = None
+    active: bool | None = None
+
+
+class PriceKind(BaseModel):
+    kind: Pool | None = None
+
+
+class PriceOverrides(BaseModel):
+    kind: Pool
+    overrides: dict[str, Any]
+
+
+async def product_list(ctx: Context, _: NoInput) -> list[dict[str, Any]]:
+    rows = (await ctx.session.execute(select(CatalogProduct).order_by(CatalogProduct.sort_order))).scalars()
+    return [product_json(p) for p in rows]
+
+
+async def product_add(ctx: Context, data: NewProduct) -> dict[str, Any]:
+    p = CatalogProduct(
+        name=data.name,
+        kind=data.kind,
+        price_cents=data.price_cents,
+        period_months=data.period_months,
+        description=data.description,
+        config=data.config,
+        parameters_schema=data.parameters_schema,
+        max_connections=data.max_connections,
+    )
+    ctx.session.add(p)
+    await ctx.session.flush()
+    return product_json(p)
+
+
+async def product_set(ctx: Context, data: ProductChange) -> dict[str, Any]:
+    p = await ctx.session.get(CatalogProduct, data.product_id)
+    if p is None:
+        raise NotFound(f"product {data.product_id} not found")
+    if data.price_cents is not None:
+        p.price_cents = data.price_cents
+    if data.active is not None:
+        p.active = data.active
+    await ctx.session.flush()
+    return product_json(p)
+
+
+async def price_show(ctx: Context, data: PriceKind) -> dict[str, Any]:
+    books = await load_pricebooks(ctx.session)
+    return {k: pricing_info(b) for k, b in books.items() if data.kind in (None, k)}
+
+
+async def price_set(ctx: Context, data: PriceOverrides) -> dict[str, Any]:
+    return pricing_info(await set_overrides(ctx.session, data.kind, data.overrides))
+
+
+class PoolKind(BaseModel):
+    kind: Pool
+
+
+async def price_reset(ctx: Context, data: PoolKind) -> dict[str, Any]:
+    await reset_overrides(ctx.session, data.kind)
+    return {"reset": data.kind}
+
+
+IMPORT_FILE = operator_op("stock_import", import_file, ImportFile)
+ADD_RANGE = operator_op("stock_add_range", add_range, AddRange)
+RETIRE = operator_op("stock_retire", retire, Retire)
+SHOW = operator_op("stock_show", show, StockShow, Effect.READ)
+SEED_DEMO = operator_op("stock_seed_demo", seed, NoInput)
+EXPIRE = operator_op("stock_expire", expire, NoInput)
+PRODUCT_LIST = operator_op("product_list", product_list, NoInput, Effect.READ)
+PRODUCT_ADD = operator_op("product_add", product_add, NewProduct)
+PRODUCT_SET = operator_op("product_set", product_set, ProductChange)
+PRICE_SHOW = operator_op("price_show", price_show, PriceKind, Effect.READ)
+PRICE_SET = operator_op("price_set", price_set, PriceOverrides)
+PRICE_RESET = operator_op("price_reset", price_reset, PoolKind)
+register(IMPORT_FILE, ADD_RANGE, RETIRE, SHOW, SEED_DEMO, EXPIRE)
+register(PRODUCT_LIST, PRODUCT_ADD, PRODUCT_SET, PRICE_SHOW, PRICE_SET, PRICE_RESET)

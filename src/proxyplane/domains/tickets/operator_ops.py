@@ -1,0 +1,77 @@
+"""The operator side of support tickets (`proxyplane admin ticket list|show|reply|close`) as registered
+operations served by the "cli" door only (ops.operator_op): never REST or MCP. A reply emits
+ticket.replied to the customer, as the service does for every support reply."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from proxyplane.domains.accounts import service as accounts
+from proxyplane.domains.tickets import service as tickets
+from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.storage.models import Ticket
+
+
+async def ticket_json(session: Any, t: Ticket, with_messages: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "ticket_id": str(t.id),
+        "customer_id": t.customer_id,
+        "email": await tickets.customer_email(session, t.customer_id),
+        "subject": t.subject,
+        "status": t.status,
+        "service_id": str(t.service_id) if t.service_id else None,
+        "created_at": t.created_at.isoformat(),
+        "updated_at": t.updated_at.isoformat(),
+    }
+    if with_messages:
+        data["messages"] = [
+            {"message_id": m.id, "author": m.author, "body": m.body, "created_at": m.created_at.isoformat()}
+            for m in await tickets.messages(session, t)
+        ]
+    return data
+
+
+class TicketFilter(BaseModel):
+    status: Literal[tickets.STATUSES] | None = None  # type: ignore[valid-type]
+    email: str | None = None  # only this customer's tickets
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class TicketRef(BaseModel):
+    ticket_id: uuid.UUID
+
+
+class TicketReply(TicketRef):
+    message: str = Field(min_length=1)
+
+
+async def list_tickets(ctx: Context, data: TicketFilter) -> dict[str, Any]:
+    session = ctx.session
+    customer_id = (await accounts.require_by_email(session, data.email)).id if data.email else None
+    rows, total = await tickets.list_tickets(session, customer_id, data.status, 0, data.limit)
+    return {"total": total, "items": [await ticket_json(session, t, False) for t in rows]}
+
+
+async def show(ctx: Context, data: TicketRef) -> dict[str, Any]:
+    return await ticket_json(ctx.session, await tickets.get_ticket(ctx.session, None, data.ticket_id), True)
+
+
+async def reply(ctx: Context, data: TicketReply) -> dict[str, Any]:
+    t = await tickets.get_ticket(ctx.session, None, data.ticket_id)
+    await tickets.reply(ctx.session, t, tickets.SUPPORT, data.message)
+    return await ticket_json(ctx.session, t, True)
+
+
+async def close(ctx: Context, data: TicketRef) -> dict[str, Any]:
+    t = await tickets.get_ticket(ctx.session, None, data.ticket_id)
+    return await ticket_json(ctx.session, await tickets.close(ctx.session, t), False)
+
+
+LIST = operator_op("ticket_list", list_tickets, TicketFilter, Effect.READ)
+SHOW = operator_op("ticket_show", show, TicketRef, Effect.READ)
+REPLY = operator_op("ticket_reply", reply, TicketReply)
+CLOSE = operator_op("ticket_close", close, TicketRef)
+register(LIST, SHOW, REPLY, CLOSE)

@@ -1,0 +1,57 @@
+"""Doors over one registry (issue 20): the operator's operations are served by the CLI door only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from proxyplane.adapters.rest.app import API_PREFIX
+from proxyplane.operations import REGISTRY
+from proxyplane.ops import OPERATOR, Auth, served
+from tests.adapters.mcp.conftest import app, mcp_client, rest  # noqa: F401  (fixtures)
+from tests.support import Account
+
+CLI = Path(__file__).resolve().parents[1] / "src" / "proxyplane" / "cli"
+
+
+def test_every_admin_command_runs_a_registered_operator_operation() -> None:
+    """The admin command modules open no unit of work and call no domain service: each command names an
+    `operator_*` operation, and each of those is served by the CLI door only, without an API key."""
+    named: set[str] = set()
+    for module in sorted(CLI.glob("admin*.py")):
+        tree = ast.parse(module.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("proxyplane.storage"), (module.name, node.module)
+                assert not node.module.endswith(".service") or node.names[0].name.isupper(), module.name
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value.startswith("operator_"):
+                    named.add(node.value)
+    operator = {name for name, op in REGISTRY.items() if name.startswith("operator_")}
+    assert named and named <= operator, named - operator
+    for name in operator:
+        op = REGISTRY[name]
+        assert op.doors == OPERATOR and op.auth == Auth.NONE and not op.mcp, name
+
+
+@pytest.mark.anyio
+async def test_operator_operations_are_never_served_by_rest_or_mcp(
+    app: FastAPI,  # noqa: F811
+    rest: httpx.AsyncClient,  # noqa: F811
+    account: Account,
+) -> None:
+    operator = {name for name, op in REGISTRY.items() if op.doors == OPERATOR}
+    assert operator and not operator & (set(served("rest")) | set(served("mcp")) | set(served("legacy")))
+    openapi = (await rest.get(f"{API_PREFIX}/openapi.json")).json()
+    ids = {route.get("operationId") for path in openapi["paths"].values() for route in path.values()}
+    assert not operator & ids
+    assert not [p for p in openapi["paths"] if p.startswith(f"{API_PREFIX}/admin")]
+    async with mcp_client(app, await account.key()) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+    assert tools and not operator & tools
+    response = await rest.post(f"{API_PREFIX}/admin/stock_show", json={})
+    assert response.status_code in (404, 405)
