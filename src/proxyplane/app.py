@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from proxyplane.adapters.checkout.pages import checkout_router
 from proxyplane.adapters.legacy import legacy_router
 from proxyplane.adapters.mcp.server import mount_mcp
+from proxyplane.adapters.oauth.routes import install_oauth
 from proxyplane.adapters.rest.app import API_PREFIX, DESCRIPTION, TITLE, VERSION, install_rest
 from proxyplane.adapters.web import install_dashboard
 from proxyplane.observability.http import install as install_observability
@@ -47,5 +48,6 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     app.include_router(legacy_router(platform))  # the legacy account API at /api
     app.include_router(checkout_router(platform))
     install_dashboard(app)  # the customer dashboard at /
+    install_oauth(app, platform)  # OAuth 2.1 for MCP: metadata, authorize, token, revoke (issue 21.2)
     mcp = mount_mcp(app, platform)  # /api/v1/mcp; its session manager runs in the lifespan above
     return app

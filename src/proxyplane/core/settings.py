@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     webhook_disable_after_seconds: float = 86400.0
     worker_poll_seconds: float = 1.0
     worker_in_serve: bool = True
+    oauth_allow_http_client_ids: bool = False  # development/tests: http://127.0.0.1 client ID documents
 
     def resolved_database_url(self) -> str:
         url = self.database_url or os.environ.get("DATABASE_URL", "")

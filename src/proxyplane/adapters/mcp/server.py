@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
+from proxyplane.domains.oauth.service import authenticate_token
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Operation
 from proxyplane.platform import Platform
@@ -59,20 +60,28 @@ class ApiKeyGate:
         principal = None
         if scheme.lower() == "bearer" and token.strip():
             principal = await authenticate(self.platform.db, token.strip(), ip)
+            if principal is None:  # OAuth 2.1 access token for this resource (issue 21.2, engineer F)
+                resource = self.platform.settings.base_url() + MCP_PATH
+                principal = await authenticate_token(self.platform.db, token.strip(), resource)
         if principal is None:
             message = (
                 "invalid or revoked API key"
                 if token.strip()
                 else "an API key is required: send Authorization: Bearer <API_KEY>"
             )
-            await _send_401(send, message)
+            prm = self.platform.settings.base_url() + "/.well-known/oauth-protected-resource" + MCP_PATH
+            await _send_401(send, message, prm, bool(token.strip()))
             return
         scope = dict(scope, state={**scope.get("state", {}), PRINCIPAL: principal})
         await self.app(scope, receive, send)
 
 
-async def _send_401(send: Send, message: str) -> None:
+async def _send_401(send: Send, message: str, resource_metadata: str, token_sent: bool) -> None:
     body = json.dumps({"detail": Unauthorized(message).body()}).encode()
+    # RFC 9728 5.1: where the client finds the authorization server (OAuth 2.1, issue 21.2)
+    challenge = ('Bearer error="invalid_token", ' if token_sent else "Bearer ") + (
+        f'resource_metadata="{resource_metadata}"'
+    )
     await send(
         {
             "type": "http.response.start",
@@ -80,7 +89,7 @@ async def _send_401(send: Send, message: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer error="invalid_token"'),
+                (b"www-authenticate", challenge.encode()),
             ],
         }
     )

@@ -10,12 +10,22 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from proxyplane.adapters.web.base import WebRoute, call, form, platform_of, redirect, render, require_login
+from proxyplane.adapters.web.base import (
+    WebRoute,
+    call,
+    form,
+    platform_of,
+    redirect,
+    render,
+    require_login,
+    web_session,
+)
 from proxyplane.adapters.web.forms import claim, forget_reveal, new_token, release, reveal, take_reveal
 from proxyplane.adapters.web.money_pages import as_list, dollars_to_cents
 from proxyplane.core.errors import DomainError
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.apikeys.ops import ApiKeyCreated
+from proxyplane.domains.oauth.service import GRANT_KEY_PREFIX, list_grants
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 FORM = "create_api_key"
@@ -59,11 +69,14 @@ async def _keys(
 ) -> Response:
     keys = await call(request, "list_api_keys")
     created = take_reveal(request, FORM, ApiKeyCreated)
+    async with platform_of(request).db.unit_of_work(write=False) as uow:  # OAuth clients (issue 21.2)
+        grants = await list_grants(uow.session, web_session(request).customer_id)
     response = render(
         request,
         "keys.html",
         status=status,
-        keys=keys.root,
+        keys=[k for k in keys.root if k.prefix != GRANT_KEY_PREFIX],  # OAuth grants: listed apart
+        grants=grants,
         scopes=[(s.value, SCOPE_HELP.get(s, "")) for s in Scope],
         presets={k: label for k, (label, _) in PRESETS.items()},
         created=created,

@@ -1,0 +1,390 @@
+"""Authorization requests, consent (grants), codes and tokens of the OAuth 2.1 authorization server.
+
+A grant is backed by an `api_keys` row that no raw key opens: scopes, spending caps, last use and
+revocation are the API key machinery, and a token resolves to the same principal type as a key
+(`OAuthPrincipal` is a `KeyPrincipal`), so `invoke()` checks scopes and counts spending unchanged.
+Codes and tokens are random secrets stored as sha256 hashes only; a code and a refresh token are single
+use (a conditional UPDATE claims them), and a refresh token presented again after its rotation ends the
+grant (it was stolen or replayed). Services never commit."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import NotFound
+from proxyplane.core.security import hash_api_key
+from proxyplane.domains.apikeys.cache import KeyPrincipal
+from proxyplane.domains.apikeys.caps import set_caps
+from proxyplane.domains.apikeys.service import create_key, revoke_key
+from proxyplane.storage.engine import Database
+from proxyplane.storage.models import ApiKey, Customer
+from proxyplane.storage.models.oauth import OAuthGrant, OAuthRequest, OAuthToken
+
+ACCESS_PREFIX = "ppo_at_"
+REFRESH_PREFIX = "ppo_rt_"
+GRANT_KEY_PREFIX = "oauth"  # api_keys.prefix of a grant's key row (it has no usable raw key)
+ACCESS_SECONDS = 3600
+REFRESH_SECONDS = 30 * 86400
+CONSENT_SECONDS = 600  # from /authorize to the customer's answer
+CODE_SECONDS = 60  # from consent to the code's exchange
+
+
+@dataclass(frozen=True, kw_only=True)
+class OAuthPrincipal(KeyPrincipal):
+    """An access token's caller: a KeyPrincipal (key_id is the grant's key row) plus the grant;
+    `confirm_spending` is the consent page's "ask me to confirm every spend" (read by MCP elicitation)."""
+
+    grant_id: uuid.UUID
+    client_id: str
+    confirm_spending: bool = False
+
+
+@dataclass(frozen=True)
+class IssuedTokens:
+    access_token: str
+    refresh_token: str
+    expires_in: int
+    scopes: list[str]
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    grant_id: uuid.UUID
+    client_id: str
+    kind: str
+    scopes: list[str]
+    expires_at: datetime
+    resource: str
+
+
+def digest(raw: str) -> str:
+    return hash_api_key(raw)
+
+
+async def start_request(
+    session: AsyncSession,
+    client_id: str,
+    redirect_uri: str,
+    redirect_uri_explicit: bool,
+    state: str | None,
+    code_challenge: str,
+    scopes: list[str],
+    resource: str,
+) -> uuid.UUID:
+    row = OAuthRequest(
+        client_id=client_id,
+        redirect_uri=redirect_uri,
+        redirect_uri_explicit=redirect_uri_explicit,
+        state=state,
+        code_challenge=code_challenge,
+        scopes=sorted(set(scopes)),
+        resource=resource,
+        expires_at=utcnow() + timedelta(seconds=CONSENT_SECONDS),
+    )
+    session.add(row)
+    await session.flush()
+    return row.id
+
+
+async def pending_request(session: AsyncSession, request_id: uuid.UUID) -> OAuthRequest:
+    """A request still waiting for the customer's answer, or NotFound."""
+    row = await session.get(OAuthRequest, request_id)
+    if row is None or row.code_hash is not None or row.used_at is not None or row.expires_at < utcnow():
+        raise NotFound("this authorization request is unknown, answered or expired; start again from the app")
+    return row
+
+
+async def approve(
+    session: AsyncSession,
+    request_id: uuid.UUID,
+    customer_id: int,
+    client_name: str,
+    scopes: frozenset[str],
+    daily_limit_cents: int | None,
+    total_limit_cents: int | None,
+    confirm_spending: bool,
+) -> tuple[OAuthRequest, str]:
+    """The customer consents: a grant (its key row carries scopes and caps; an earlier grant of the same
+    client ends) and a single-use code. Returns the request and the raw code."""
+    row = await pending_request(session, request_id)
+    earlier = await session.execute(
+        select(OAuthGrant.id).where(
+            OAuthGrant.customer_id == customer_id,
+            OAuthGrant.client_id == row.client_id,
+            OAuthGrant.revoked_at.is_(None),
+        )
+    )
+    for (grant_id,) in earlier.all():
+        await revoke_grant(session, customer_id, grant_id)
+    key, _unused = await create_key(session, customer_id, f"OAuth: {client_name}"[:100], scopes)
+    key.prefix = GRANT_KEY_PREFIX
+    await set_caps(session, key.id, daily_limit_cents, total_limit_cents)
+    grant = OAuthGrant(
+        customer_id=customer_id,
+        api_key_id=key.id,
+        client_id=row.client_id,
+        client_name=client_name[:200],
+        resource=row.resource,
+        confirm_spending=confirm_spending,
+    )
+    session.add(grant)
+    await session.flush()
+    code = secrets.token_urlsafe(32)
+    row.customer_id, row.grant_id, row.code_hash = customer_id, grant.id, digest(code)
+    row.expires_at = utcnow() + timedelta(seconds=CODE_SECONDS)
+    await session.flush()
+    return row, code
+
+
+async def deny(session: AsyncSession, request_id: uuid.UUID) -> OAuthRequest:
+    row = await pending_request(session, request_id)
+    row.used_at = utcnow()
+    await session.flush()
+    return row
+
+
+async def code_request(session: AsyncSession, client_id: str, code: str) -> OAuthRequest | None:
+    """The approved, unused request a code belongs to (for the token endpoint's PKCE check)."""
+    row = (
+        await session.execute(select(OAuthRequest).where(OAuthRequest.code_hash == digest(code)))
+    ).scalar_one_or_none()
+    if row is None or row.client_id != client_id or row.used_at is not None or row.grant_id is None:
+        return None
+    return row
+
+
+async def exchange_code(session: AsyncSession, code: str) -> IssuedTokens | None:
+    """Claim the code once (None when it was used meanwhile) and issue the first token pair."""
+    claimed = (
+        await session.execute(
+            update(OAuthRequest)
+            .where(OAuthRequest.code_hash == digest(code), OAuthRequest.used_at.is_(None))
+            .values(used_at=utcnow())
+            .returning(OAuthRequest.grant_id)
+            .execution_options(synchronize_session=False)
+        )
+    ).first()
+    if claimed is None or claimed[0] is None:
+        return None
+    grant = await session.get(OAuthGrant, claimed[0])
+    if grant is None or grant.revoked_at is not None:
+        return None
+    key = await session.get(ApiKey, grant.api_key_id)
+    return await issue_tokens(session, grant.id, list(key.scopes) if key is not None else [])
+
+
+async def issue_tokens(session: AsyncSession, grant_id: uuid.UUID, scopes: list[str]) -> IssuedTokens:
+    now = utcnow()
+    access = ACCESS_PREFIX + secrets.token_urlsafe(32)
+    refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
+    for raw, kind, seconds in ((access, "access", ACCESS_SECONDS), (refresh, "refresh", REFRESH_SECONDS)):
+        session.add(
+            OAuthToken(
+                token_hash=digest(raw),
+                grant_id=grant_id,
+                kind=kind,
+                scopes=sorted(scopes),
+                created_at=now,
+                expires_at=now + timedelta(seconds=seconds),
+            )
+        )
+    await session.flush()
+    return IssuedTokens(access, refresh, ACCESS_SECONDS, sorted(scopes))
+
+
+async def token_info(session: AsyncSession, raw: str, kind: str) -> TokenInfo | None:
+    """A live token of a live grant (not revoked, not expired), or None."""
+    row = (
+        await session.execute(
+            select(OAuthToken, OAuthGrant.client_id, OAuthGrant.resource)
+            .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
+            .where(
+                OAuthToken.token_hash == digest(raw),
+                OAuthToken.kind == kind,
+                OAuthGrant.revoked_at.is_(None),
+            )
+        )
+    ).first()
+    if row is None:
+        return None
+    token, client_id, resource = row
+    if token.revoked_at is not None or token.expires_at <= utcnow():
+        return None
+    return TokenInfo(token.grant_id, client_id, kind, list(token.scopes), token.expires_at, resource)
+
+
+async def rotate_refresh(session: AsyncSession, raw: str, scopes: list[str]) -> IssuedTokens | None:
+    """Spend a refresh token (single use) for a new pair; presented again after rotation, the grant ends."""
+    spent = (
+        await session.execute(
+            update(OAuthToken)
+            .where(
+                OAuthToken.token_hash == digest(raw),
+                OAuthToken.kind == "refresh",
+                OAuthToken.revoked_at.is_(None),
+            )
+            .values(revoked_at=utcnow())
+            .returning(OAuthToken.grant_id)
+            .execution_options(synchronize_session=False)
+        )
+    ).first()
+    if spent is None:
+        await refresh_replayed(session, raw)
+        return None
+    return await issue_tokens(session, spent[0], scopes)
+
+
+async def refresh_replayed(session: AsyncSession, raw: str) -> bool:
+    """A refresh token that was already spent (rotated) is presented again: end its grant (OAuth 2.1
+    refresh token reuse detection). True when that happened."""
+    row = await session.get(OAuthToken, digest(raw))
+    if row is None or row.kind != "refresh" or row.revoked_at is None:
+        return False
+    grant = await session.get(OAuthGrant, row.grant_id)
+    if grant is None or grant.revoked_at is not None:
+        return False
+    await revoke_grant(session, grant.customer_id, grant.id)
+    return True
+
+
+async def revoke_token(session: AsyncSession, raw: str) -> None:
+    """RFC 7009: revoking either token of a grant ends the grant (its tokens and its key row)."""
+    row = await session.get(OAuthToken, digest(raw))
+    if row is None:
+        return
+    grant = await session.get(OAuthGrant, row.grant_id)
+    if grant is not None:
+        await revoke_grant(session, grant.customer_id, grant.id)
+
+
+async def revoke_grant(session: AsyncSession, customer_id: int, grant_id: uuid.UUID) -> OAuthGrant:
+    grant = await session.get(OAuthGrant, grant_id)
+    if grant is None or grant.customer_id != customer_id:
+        raise NotFound(f"OAuth grant {grant_id} not found")
+    now = utcnow()
+    if grant.revoked_at is None:
+        grant.revoked_at = now
+    await session.execute(
+        update(OAuthToken)
+        .where(OAuthToken.grant_id == grant_id, OAuthToken.revoked_at.is_(None))
+        .values(revoked_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    await revoke_key(session, customer_id, grant.api_key_id)
+    await session.flush()
+    return grant
+
+
+async def authenticate_token(db: Database, raw: str, resource: str) -> OAuthPrincipal | None:
+    """The access token's principal when it is live and was issued for `resource` (RFC 8707 audience);
+    read on every request (no cache), so a revocation is refused at once."""
+    if not raw.startswith(ACCESS_PREFIX) or len(raw) > 200:
+        return None
+    async with db.unit_of_work(write=False) as uow:
+        row = (
+            await uow.session.execute(
+                select(
+                    OAuthToken.scopes,
+                    OAuthToken.expires_at,
+                    OAuthToken.revoked_at,
+                    OAuthGrant.id,
+                    OAuthGrant.client_id,
+                    OAuthGrant.resource,
+                    OAuthGrant.confirm_spending,
+                    OAuthGrant.revoked_at,
+                    ApiKey.id,
+                    ApiKey.customer_id,
+                    ApiKey.scopes,
+                    ApiKey.revoked_at,
+                    Customer.status,
+                )
+                .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
+                .join(ApiKey, ApiKey.id == OAuthGrant.api_key_id)
+                .join(Customer, Customer.id == ApiKey.customer_id)
+                .where(OAuthToken.token_hash == digest(raw), OAuthToken.kind == "access")
+            )
+        ).first()
+    if row is None:
+        return None
+    (
+        scopes,
+        expires_at,
+        revoked_at,
+        grant_id,
+        client_id,
+        token_resource,
+        confirm,
+        grant_revoked,
+        key_id,
+        customer_id,
+        key_scopes,
+        key_revoked,
+        status,
+    ) = row
+    if revoked_at is not None or grant_revoked is not None or key_revoked is not None or status != "active":
+        return None
+    if expires_at <= utcnow() or token_resource.rstrip("/") != resource.rstrip("/"):
+        return None
+    return OAuthPrincipal(
+        key_id=key_id,
+        customer_id=customer_id,
+        scopes=frozenset(scopes) & frozenset(key_scopes),
+        grant_id=grant_id,
+        client_id=client_id,
+        confirm_spending=bool(confirm),
+    )
+
+
+@dataclass(frozen=True)
+class GrantView:
+    grant_id: uuid.UUID
+    key_id: uuid.UUID
+    client_id: str
+    client_name: str
+    scopes: list[str]
+    confirm_spending: bool
+    created_at: datetime
+    last_used_at: datetime | None
+    refresh_expires_at: datetime | None
+
+
+async def list_grants(session: AsyncSession, customer_id: int) -> list[GrantView]:
+    rows = await session.execute(
+        select(OAuthGrant, ApiKey.scopes, ApiKey.last_used_at)
+        .join(ApiKey, ApiKey.id == OAuthGrant.api_key_id)
+        .where(OAuthGrant.customer_id == customer_id, OAuthGrant.revoked_at.is_(None))
+        .order_by(OAuthGrant.created_at.desc())
+    )
+    grants = rows.all()
+    expiry: dict[uuid.UUID, datetime] = {}
+    if grants:
+        tokens = await session.execute(
+            select(OAuthToken.grant_id, OAuthToken.expires_at).where(
+                OAuthToken.grant_id.in_([g.id for g, _, _ in grants]),
+                OAuthToken.kind == "refresh",
+                OAuthToken.revoked_at.is_(None),
+            )
+        )
+        for grant_id, expires_at in tokens.all():
+            expiry[grant_id] = max(expires_at, expiry.get(grant_id, expires_at))
+    return [
+        GrantView(
+            g.id,
+            g.api_key_id,
+            g.client_id,
+            g.client_name,
+            list(scopes),
+            g.confirm_spending,
+            g.created_at,
+            last_used,
+            expiry.get(g.id),
+        )
+        for g, scopes, last_used in grants
+    ]
