@@ -144,8 +144,9 @@ async def test_poll_reads_the_log_by_seq_and_only_changed_services(platform, sta
         assert applied.upserted == [str(first[7])]
         entry = sync.table.get(str(first[7]))
         assert entry is not None and entry.max_connections == 7  # (no add-on on this one)
-        # log read + IPs + whitelist + add-ons + service row (+ BEGIN): not a function of the table size
-        assert statements.n <= 6
+        # log read + IPs + whitelist + add-ons + sub-users + service row (+ BEGIN): not a function of the
+        # table size
+        assert statements.n <= 7
 
 
 async def test_writer_through_the_app_reaches_a_running_node(client, platform, account) -> None:

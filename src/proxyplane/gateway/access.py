@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from . import subusers
 from .auth_reasons import REFUSAL_TEXT, AuthFailure
 from .protocol.username import UsernameOptions, parse_username
+from .subusers import SubCounts, SubuserEntry
 
 Kind = Literal["static", "rotating"]
 SessionMode = Literal["rotating", "sticky", "pinned"]
@@ -38,6 +40,9 @@ class ServiceEntry:
     max_connections: int = 0  # concurrent client connections; 0 = unlimited
     udp_allowed: bool = False
     sealed: str | None = None  # the stored ciphertext of the password (a store-loaded entry)
+    subusers: tuple[SubuserEntry, ...] = ()  # the service's sub-users (issue 18; gateway/subusers.py)
+    parent: ServiceEntry | None = None  # set on a sub-user's derived entry: the service
+    subuser: SubuserEntry | None = None  # set on a sub-user's derived entry: the sub-user
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,14 @@ class AccessProvider(Protocol):
     def static_owners(self, listen_ip: str) -> tuple[ServiceEntry, ...]: ...
 
     def rotating_by_login(self, login: str) -> ServiceEntry | None: ...
+
+    def subuser_by_credentials(
+        self, static_ip: str | None, login: str, password: str
+    ) -> ServiceEntry | None: ...
+
+    def subuser_by_client_ip(self, static_ip: str | None, client_ip: str) -> ServiceEntry | None: ...
+
+    sub_counts: SubCounts  # what this node metered per sub-user (shared with the Meter)
 
 
 # An index slot: the one entry under a key (the common case, no container), or several in precedence order.
@@ -115,6 +128,12 @@ class AccessTable:
         self._listeners: list[Callable[[], None]] = []
         self._plain: dict[str, tuple[str, str]] = {}  # service_id -> (sealed, password) once decrypted
         self.unseal: Callable[[str], str] | None = None  # decrypts ServiceEntry.sealed
+        # sub-users' derived entries (gateway/subusers.py) by metering id, by login, by whitelisted client IP
+        self._subs: dict[str, tuple[ServiceEntry, ...]] = {}  # service_id -> its sub-users' derived entries
+        self._sub_by_id: dict[str, ServiceEntry] = {}
+        self._sub_by_login: dict[str, ServiceEntry] = {}
+        self._sub_wl: dict[str, Slot] = {}
+        self._sub_counts: SubCounts = {}  # shared with the Meter (Context): what this node counted
         self.version = 0
         self.replace_all(entries)
 
@@ -122,6 +141,7 @@ class AccessTable:
     def replace_all(self, entries: Iterable[ServiceEntry]) -> None:
         self._by_id, self._static_by_ip, self._rotating_by_login, self._wl_rotating = {}, {}, {}, {}
         self._plain = {}
+        self._subs, self._sub_by_id, self._sub_by_login, self._sub_wl = {}, {}, {}, {}
         for entry in entries:
             self._by_id[entry.service_id] = entry
             self._index(entry)
@@ -152,7 +172,34 @@ class AccessTable:
         """``callback()`` runs after every write (the server uses it to open/close static listeners)."""
         self._listeners.append(callback)
 
+    @property
+    def sub_counts(self) -> SubCounts:
+        return self._sub_counts
+
+    @sub_counts.setter
+    def sub_counts(self, counts: SubCounts) -> None:
+        self._sub_counts = counts
+
+    def _index_subs(self, entry: ServiceEntry) -> None:
+        derived = tuple(subusers.derive(entry, sub, self._sub_counts) for sub in entry.subusers)
+        self._subs[entry.service_id] = derived
+        for d in derived:
+            self._sub_by_id[d.service_id] = d
+            self._sub_by_login[d.login] = d
+            for client in d.whitelist:
+                _add(self._sub_wl, client, d)
+
+    def _unindex_subs(self, service_id: str) -> None:
+        for d in self._subs.pop(service_id, ()):
+            self._sub_by_id.pop(d.service_id, None)
+            if self._sub_by_login.get(d.login) is d:
+                del self._sub_by_login[d.login]
+            for client in d.whitelist:
+                _drop(self._sub_wl, client, d.service_id)
+
     def _index(self, entry: ServiceEntry) -> None:
+        if entry.subusers:
+            self._index_subs(entry)
         if entry.kind == "static":
             by_ip = self._static_by_ip
             if by_ip.keys().isdisjoint(entry.exit_ips.keys()):  # the common case: no other service has them
@@ -170,6 +217,8 @@ class AccessTable:
 
     def _unindex(self, entry: ServiceEntry) -> None:
         sid = entry.service_id
+        if entry.subusers:
+            self._unindex_subs(sid)
         if entry.kind == "static":
             by_ip = self._static_by_ip
             for ip in entry.exit_ips:
@@ -189,7 +238,9 @@ class AccessTable:
 
     # -- reads (the listeners call these) --
     def get(self, service_id: str) -> ServiceEntry | None:
-        return self._by_id.get(service_id)
+        """A service's entry, or a sub-user's derived entry by its metering id ("<service>/<pk>")."""
+        entry = self._by_id.get(service_id)
+        return entry if entry is not None else self._sub_by_id.get(service_id)
 
     def entries(self) -> list[ServiceEntry]:
         return list(self._by_id.values())
@@ -238,6 +289,22 @@ class AccessTable:
     def rotating_by_login(self, login: str) -> ServiceEntry | None:
         for entry in _slot(self._rotating_by_login.get(login)):
             return entry
+        return None
+
+    def subuser_by_credentials(self, static_ip: str | None, login: str, password: str) -> ServiceEntry | None:
+        """The derived entry of the sub-user with this login and password (on a static listener: of a
+        service reachable on ``static_ip``)."""
+        entry = self._sub_by_login.get(login)
+        if entry is None or (static_ip is not None and static_ip not in entry.exit_ips):
+            return None
+        return entry if self._matches(entry, password) else None
+
+    def subuser_by_client_ip(self, static_ip: str | None, client_ip: str) -> ServiceEntry | None:
+        for entry in _slot(self._sub_wl.get(client_ip)):
+            if (static_ip is None) == (entry.kind == "rotating") and (
+                static_ip is None or static_ip in entry.exit_ips
+            ):
+                return entry
         return None
 
     def listen_ips(self) -> set[str]:
@@ -290,21 +357,33 @@ def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
     if login is None or password is None:
         entry = access.by_client_ip(static_ip, client_ip)
         if entry is None:
-            raise _failure(access, static_ip, None)
+            entry = access.subuser_by_client_ip(static_ip, client_ip)  # looked up only on a miss
+            if entry is None:
+                raise _failure(access, static_ip, None)
         options = None
     elif static_ip is not None:
         entry = access.static_by_credentials(static_ip, login, password)
         options = None
         if entry is None:
-            raise _failure(access, static_ip, login)
+            entry = access.subuser_by_credentials(static_ip, login, password)
+            if entry is None:
+                raise _failure(access, static_ip, login)
     else:
         entry = access.rotating_by_credentials(login, password)
         options = None
+        if entry is None:
+            entry = access.subuser_by_credentials(None, login, password)
         if entry is None and "-" in login:
             options = parse_username(login)
             entry = access.rotating_by_credentials(options.login, password)
+            if entry is None:
+                entry = access.subuser_by_credentials(None, options.login, password)
         if entry is None:
             raise _failure(access, None, options.login if options is not None else login)
     if not entry.active:
         raise refused(AuthFailure.SUSPENDED, entry)
+    if entry.subuser is not None:
+        reason = subusers.refusal(entry, options, access.sub_counts)
+        if reason is not None:
+            raise refused(reason, entry)
     return Grant(entry, options)

@@ -71,24 +71,37 @@ def socks_admit(ctx: Context, grant: Grant, static_ip: str | None, command: int,
 def take_slot(ctx: Context, service: ServiceEntry) -> str | None:
     """Take a connection slot of ``service``: its plan's connection limit first (limits.py), then its
     descriptors in the node's budget (capacity.py), both before any upstream descriptor is spent. None
-    when taken; else nothing is held and the refusal's category: "limit" or "capacity"."""
+    when taken; else nothing is held and the refusal's category: "limit" or "capacity".
+
+    A sub-user's derived entry (gateway/subusers.py) takes a slot of its service (the service's limit
+    holds for the sum of its own login and its sub-users) and one of its own (the sub-user's limit)."""
     sid = service.service_id
+    parent = service.parent
+    if parent is not None and not ctx.limiter.acquire(parent.service_id, parent.max_connections):
+        return "limit"
     if not ctx.limiter.acquire(sid, service.max_connections):
+        if parent is not None:
+            ctx.limiter.release(parent.service_id)
         return "limit"
     if not ctx.capacity.acquire(sid):
         ctx.limiter.release(sid)
+        if parent is not None:
+            ctx.limiter.release(parent.service_id)
         return "capacity"
     return None
 
 
 def release_slot(ctx: Context, service_id: str) -> None:
-    """Give back what ``take_slot`` took."""
+    """Give back what ``take_slot`` took (a sub-user's metering id: its service's slot too)."""
     ctx.limiter.release(service_id)
     ctx.capacity.release(service_id)
+    if "/" in service_id:
+        ctx.limiter.release(service_id.partition("/")[0])
 
 
 def slot_refusal(ctx: Context, reason: str, service_id: str) -> bytes:
     """The HTTP reply to a refused slot: 429 for the plan's limit, 503 with the reason for capacity."""
     if reason == "limit":
-        return build_reply(429, "too many concurrent connections for this service")
+        whose = "sub-user" if "/" in service_id else "service"
+        return build_reply(429, f"too many concurrent connections for this {whose}")
     return build_reply(503, ctx.capacity.reason(service_id))

@@ -17,6 +17,9 @@ class AuthFailure(StrEnum):
     SUSPENDED = "inactive"  # the service is not active (suspended, expired, pending, cancelled)
     OVER_LIMIT = "limit"  # the service's concurrent connection limit is reached
     BAD_USERNAME = "username"  # a malformed username option (login-country-xx, ...)
+    SUBUSER_DISABLED = "subuser_disabled"  # the sub-user's enabled flag is off (issue 18)
+    SUBUSER_TRAFFIC = "subuser_traffic_limit"  # the sub-user's traffic limit (bytes or requests) is reached
+    SUBUSER_COUNTRY = "subuser_country"  # the requested country is not in the sub-user's list
 
 
 # What a client is told. Unknown login and wrong password read the same, so a stranger cannot learn
@@ -29,4 +32,7 @@ REFUSAL_TEXT = {
     "or whitelist this client's IP address",
     AuthFailure.SUSPENDED: "service is not active",
     AuthFailure.OVER_LIMIT: "too many concurrent connections for this service",
+    AuthFailure.SUBUSER_DISABLED: "proxy sub-user is disabled",
+    AuthFailure.SUBUSER_TRAFFIC: "proxy sub-user traffic limit reached",
+    AuthFailure.SUBUSER_COUNTRY: "country not allowed for this proxy sub-user",
 }

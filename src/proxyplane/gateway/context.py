@@ -51,6 +51,10 @@ class Context:
     # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
     unattributed_errors: Counter[str] = field(default_factory=Counter)
 
+    def __post_init__(self) -> None:
+        # sub-users' traffic between flushes: the access table reads what the meter counted (subusers.py)
+        self.access.sub_counts = self.meter.sub_counts
+
     def error(self, service_id: str | None, host: str, reason: str, exit_ip: str = "") -> None:
         """Count an error; upstream failures that say something about the exit IP used (EXIT_FAULTS)
         are attributed to ``exit_ip`` as well (exit-IP health)."""

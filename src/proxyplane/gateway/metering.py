@@ -76,6 +76,17 @@ class Meter:
         self._rows: dict[tuple[str, int, str], UsageRow] = {}
         self._flows: set[Flow] = set()
         self._sources: list[Callable[[], None]] = []
+        # per sub-user metering id ("<service>/<pk>", gateway/subusers.py): [bytes, requests] counted and
+        # [bytes, requests] flushed by this node since it started; shared with the access table (Context)
+        # for the sub-users' traffic limits between flushes
+        self.sub_counts: dict[str, list[int]] = {}
+
+    def _sub(self, metering_id: str, nbytes: int, requests: int) -> None:
+        counts = self.sub_counts.get(metering_id)
+        if counts is None:
+            counts = self.sub_counts[metering_id] = [0, 0, 0, 0]
+        counts[0] += nbytes
+        counts[1] += requests
 
     def add_source(self, source: Callable[[], None]) -> None:
         """``source()`` runs before every harvest: it brings flow counters kept elsewhere (the C tunnel
@@ -99,6 +110,8 @@ class Meter:
         row.bytes_down += bytes_down
         metrics.opened(requests, connections)
         metrics.relayed(bytes_up, bytes_down)
+        if "/" in service_id:  # a sub-user
+            self._sub(service_id, bytes_up + bytes_down, requests)
         if error is not None:
             row.errors[error] = row.errors.get(error, 0) + 1
 
@@ -131,6 +144,8 @@ class Meter:
             row.connections += connections
             metrics.opened(requests, connections)
             metrics.relayed(up, down)
+            if "/" in flow.service_id:  # a sub-user
+                self._sub(flow.service_id, up + down, requests)
 
     def harvest(self) -> None:
         for source in self._sources:
@@ -169,6 +184,11 @@ class Meter:
             metrics.flushed(False, 0, time.perf_counter() - start)
             raise
         metrics.flushed(True, len(rows), time.perf_counter() - start)
+        for row in rows:
+            if "/" in row.service_id and row.service_id in self.sub_counts:
+                counts = self.sub_counts[row.service_id]
+                counts[2] += row.bytes_up + row.bytes_down
+                counts[3] += row.requests
         return len(rows)
 
     async def run(self, sink: UsageSink, interval: float = 5.0) -> None:

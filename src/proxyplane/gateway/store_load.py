@@ -29,6 +29,8 @@ from proxyplane.storage.models.billing import ServiceAddon
 from proxyplane.storage.models.gateway import ProxySettings
 
 from .access import ServiceEntry
+from .subnets import SubnetExits, load_subnets
+from .subusers_load import load_subusers
 
 LOADED_STATUSES = ("active", "suspended")  # suspended: known, refused with 403; others: not in the table
 PARTITION = 20_000  # rows per streamed partition
@@ -257,6 +259,8 @@ async def load_entries(
     lap("whitelist")
     addons = await active_addons(session, id_list)
     lap("addons")
+    subs = await load_subusers(session, box, id_list)  # two selects; empty for most stores
+    lap("subusers")
     svc_q = (
         select(
             Service.service_id,
@@ -278,6 +282,7 @@ async def load_entries(
     now = utcnow()
     out: Loaded = {}
     no_grants: dict[str, int] = {}
+    ipv6: list[uuid.UUID] = []  # proxy_ipv6 services: their subnets are read after the loop
     async for part in _scoped(session, svc_q, Service.service_id, id_list):
         for (
             sid,
@@ -298,6 +303,9 @@ async def load_entries(
             if product_kind == "proxy_rotating":
                 exits = await pools.get(session, str(params.get("exit_pool", "proxy_datacenter")), geo_source)
                 kind = "rotating"
+            elif product_kind == "proxy_ipv6":  # exits drawn from its subnets, served like rotating
+                exits, kind = SubnetExits(), "rotating"
+                ipv6.append(_uuid(sid))
             else:
                 exits, kind = (ips.get(sid) or {}) if ips_task is None else {}, "static"
             wl = whitelist.get(sid)
@@ -316,8 +324,15 @@ async def load_entries(
                 bool(grants.get("udp") or params.get("udp")),
                 password_enc if box is None else None,
             )
+            if subs:
+                entry.subusers = subs.get(str(sid), ())
             out[_uuid(sid)] = (entry, end)
     lap("services")
+    if ipv6:  # one more select only when IPv6 services are loaded (gateway/subnets.py)
+        subnets = await load_subnets(session, None if id_list is None else ipv6)
+        for key in ipv6:
+            out[key][0].exit_ips = subnets.get(key) or SubnetExits()
+        lap("subnets")
     if ips_task is not None:
         ips = await ips_task
         lap("exit_ips_wait")

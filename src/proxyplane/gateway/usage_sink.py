@@ -17,12 +17,14 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
 from proxyplane.storage.models.usage_rollups import SPANS, UsageErrorRollup, UsageRollup
 
 from .metering import UsageRow, UsageSink
+from .subusers import split_id
 
 BATCH = 400
 COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
@@ -30,10 +32,40 @@ HOST_MAX = 255
 
 
 def _service_uuid(value: str) -> uuid.UUID | None:
+    """The service of a metering id: a service id, or a sub-user's "<service id>/<pk>" (its traffic is
+    the service's too: the service's usage = its own login's + its sub-users')."""
     try:
-        return uuid.UUID(value)
+        return uuid.UUID(value.partition("/")[0])
     except ValueError:
         return None
+
+
+def subuser_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(subuser_usage_minutes rows, subuser_usage_errors rows) of the sub-users' metered rows (metering
+    id "<service id>/<pk>"), merged per key: the rows domains/subusers/metering.apply_usage takes."""
+    minutes: dict[tuple[Any, ...], dict[str, Any]] = {}
+    errors: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        pk = split_id(row.service_id)[1] if "/" in row.service_id else None
+        if pk is None:
+            continue
+        host = row.host[:HOST_MAX]
+        key = (pk, row.minute, host)
+        m = minutes.setdefault(
+            key, {"subuser_pk": pk, "minute": row.minute, "host": host, **dict.fromkeys(COUNTERS, 0)}
+        )
+        m["requests"] += row.requests
+        m["connections"] += row.connections
+        m["bytes_up"] += row.bytes_up
+        m["bytes_down"] += row.bytes_down
+        for category, n in row.errors.items():
+            m["errors"] += n
+            e = errors.setdefault(
+                (*key, category),
+                {"subuser_pk": pk, "minute": row.minute, "host": host, "category": category[:40], "count": 0},
+            )
+            e["count"] += n
+    return list(minutes.values()), list(errors.values())
 
 
 def usage_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -160,6 +192,7 @@ async def add_usage(
 async def write_usage(db: Database, rows: list[UsageRow]) -> None:
     minutes, errors = usage_values(rows)
     exit_errors = exit_error_values(rows)
+    sub_minutes, sub_errors = subuser_values(rows)
     insert = sqlite_insert if db.is_sqlite else pg_insert
     async with db.unit_of_work(write=True) as uow:
         s = uow.session
@@ -167,6 +200,8 @@ async def write_usage(db: Database, rows: list[UsageRow]) -> None:
         await upsert(
             s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
         )
+        if sub_minutes or sub_errors:  # the sub-users' rows, counters and limit events (issue 18)
+            await apply_usage(s, db.is_sqlite, sub_minutes, sub_errors)
         await uow.commit()
 
 

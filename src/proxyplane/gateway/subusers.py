@@ -1,0 +1,148 @@
+"""Sub-users of a service in the gateway (issue 18): their entries and the checks made when one connects.
+
+A service entry carries its sub-users (``ServiceEntry.subusers``, loaded with the service: store_load.py).
+The access table indexes each as a *derived* service entry (``derive``): the service's entry with the
+sub-user's login, password, whitelist and connection limit, the service id ``"<service uuid>/<pk>"``
+(``metering_id``) and ``parent`` / ``subuser`` set. Everything keyed by the service id then works per
+sub-user without a branch on the hot path: metering rows (the usage sink splits the id: the service's
+rows get the traffic, the sub-user's rows too), sticky sessions (two sub-users never share one), the
+connection limiter (admission.take_slot takes the service's slot and the sub-user's) and the
+descriptor budget. A service without sub-users costs nothing more than before.
+
+Traffic limits: the store's ``limit_reached`` (set by the usage flush: domains/subusers/metering.py), or
+the used totals loaded with the entry plus what this node counted since (``Meter.sub_counts``: counted
+in total, minus what was flushed before the entry was loaded) reaching a limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .auth_reasons import AuthFailure
+
+if TYPE_CHECKING:
+    from .access import ServiceEntry
+    from .protocol.username import UsernameOptions
+
+# per metering id of a sub-user: [bytes counted, requests counted, bytes flushed, requests flushed]
+SubCounts = dict[str, list[int]]
+
+
+@dataclass(slots=True)
+class SubuserEntry:
+    """One sub-user as loaded from the store (immutable by convention, like ServiceEntry)."""
+
+    pk: int  # service_subusers.id: the key of its usage rows
+    subuser_id: str
+    login: str
+    password: str  # "" when ``sealed`` holds it
+    sealed: str | None = None
+    whitelist: frozenset[str] = frozenset()
+    enabled: bool = True
+    limit_reached: bool = False
+    limit_bytes: int | None = None
+    limit_requests: int | None = None
+    used_bytes: int = 0
+    used_requests: int = 0
+    max_connections: int = 0  # 0: only the service's limit applies
+    countries: frozenset[str] | None = None  # lower-case ISO alpha-2 (rotating services); None: any
+    baseline: tuple[int, int] = (0, 0)  # this node's flushed (bytes, requests) when the entry was indexed
+
+
+def metering_id(service_id: str, pk: int) -> str:
+    return f"{service_id}/{pk}"
+
+
+def split_id(metering: str) -> tuple[str, int | None]:
+    """(service id, sub-user pk or None) of a metering id."""
+    service_id, _, pk = metering.partition("/")
+    return service_id, (int(pk) if pk.isdigit() else None)
+
+
+class CountryView(Mapping[str, str]):
+    """The exit IPs of a (shared, refreshed in place) rotating pool in the allowed countries only; its
+    ``version`` follows the pool's, so the router's cached choices are rebuilt when the pool changes."""
+
+    __slots__ = ("base", "countries")
+
+    def __init__(self, base: Mapping[str, str], countries: frozenset[str]) -> None:
+        self.base, self.countries = base, countries
+
+    def __getitem__(self, ip: str) -> str:
+        country = self.base[ip]
+        if country not in self.countries:
+            raise KeyError(ip)
+        return country
+
+    def __contains__(self, ip: object) -> bool:
+        return self.base.get(ip) in self.countries  # type: ignore[call-overload]
+
+    def __iter__(self) -> Iterator[str]:
+        return (ip for ip, country in self.base.items() if country in self.countries)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @property
+    def version(self) -> int:
+        return int(getattr(self.base, "version", 0))
+
+
+def derive(service: ServiceEntry, sub: SubuserEntry, counts: SubCounts) -> ServiceEntry:
+    """The entry the listeners see for ``sub``: ``service`` with the sub-user's credentials and limits."""
+    from .access import ServiceEntry
+
+    mid = metering_id(service.service_id, sub.pk)
+    seen = counts.get(mid)
+    sub.baseline = (seen[2], seen[3]) if seen is not None else (0, 0)
+    exits: Mapping[str, str] = service.exit_ips
+    if sub.countries is not None and service.kind == "rotating":
+        exits = CountryView(exits, sub.countries)
+    return ServiceEntry(
+        mid,
+        service.kind,
+        sub.login,
+        sub.password,
+        exits,
+        sub.whitelist,
+        service.active,
+        service.session_mode,
+        service.pin,
+        service.sticky_ttl,
+        sub.max_connections,
+        service.udp_allowed,
+        sub.sealed,
+        parent=service,
+        subuser=sub,
+    )
+
+
+def over_traffic(sub: SubuserEntry, counts: SubCounts, mid: str) -> bool:
+    if sub.limit_reached:
+        return True
+    if sub.limit_bytes is None and sub.limit_requests is None:
+        return False
+    seen = counts.get(mid)
+    extra_bytes = extra_requests = 0
+    if seen is not None:
+        extra_bytes, extra_requests = seen[0] - sub.baseline[0], seen[1] - sub.baseline[1]
+    if sub.limit_bytes is not None and sub.used_bytes + extra_bytes >= sub.limit_bytes:
+        return True
+    return sub.limit_requests is not None and sub.used_requests + extra_requests >= sub.limit_requests
+
+
+def refusal(entry: ServiceEntry, options: UsernameOptions | None, counts: SubCounts) -> AuthFailure | None:
+    """Why a sub-user (``entry``, a derived entry) may not connect now; None when it may."""
+    sub = entry.subuser
+    if sub is None:
+        return None
+    if not sub.enabled:
+        return AuthFailure.SUBUSER_DISABLED
+    if over_traffic(sub, counts, entry.service_id):
+        return AuthFailure.SUBUSER_TRAFFIC
+    country = options.country if options is not None else None
+    if country is not None and sub.countries is not None and country not in sub.countries:
+        return AuthFailure.SUBUSER_COUNTRY
+    return None
