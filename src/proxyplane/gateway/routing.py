@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .access import Grant, ServiceEntry
+from .subnets import IPV4_DESTINATION, NO_IPV6, SubnetExits, SubnetPool, subnet_pool
 
 DEFAULT_SID = "default"
 
@@ -50,6 +51,9 @@ class Pool(list[str]):
 
     def __contains__(self, ip: object) -> bool:
         return ip in self.members
+
+    def pick(self, rng: random.Random) -> str:
+        return self[0] if len(self) == 1 else rng.choice(self)
 
 
 def prefix_ranges(prefixes: Iterable[Any]) -> Ranges:
@@ -102,7 +106,8 @@ class Router:
         # exit-IP pools per (exit dict, country, family), shared by the services holding one dict (a rotating
         # pool); valid while the dict is the same object at the same version (store_load.ExitPool.version)
         # and the local prefixes are unchanged
-        self._pools: dict[tuple[int, str | None, int | None], tuple[Mapping[str, str], int, Pool]] = {}
+        self._pools: dict[tuple[int, str | None, int | None],
+                          tuple[Mapping[str, str], int, Pool | SubnetPool]] = {}
         self._away: dict[int, tuple[Mapping[str, str], int, set[str]]] = {}  # non-local IPs per dict
         self._local: Ranges | None = None  # None: every exit counts as local (no prefixes known)
 
@@ -131,6 +136,8 @@ class Router:
         country = options.country if options is not None else None
         sid = options.sid if options is not None else None
         if entry.session_mode == "pinned":
+            if type(entry.exit_ips) is SubnetExits:
+                return self._pinned_subnet(entry, entry.exit_ips, country, family)
             pin = entry.pin
             if pin is None or pin not in entry.exit_ips:
                 raise RoutingError("pinned service without a valid pin")
@@ -145,17 +152,35 @@ class Router:
         if sid is None and entry.session_mode == "sticky":
             sid = DEFAULT_SID
         if sid is None:
-            return pool[0] if len(pool) == 1 else self._rng.choice(pool)
+            return pool.pick(self._rng)
         return self._sticky(entry, sid, pool, options.ttl_minutes if options is not None else None)
 
-    def _pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> Pool:
+    def _pinned_subnet(self, entry: ServiceEntry, exits: SubnetExits, country: str | None,
+                       family: int | None) -> str:
+        pin = entry.pin
+        found = exits.country_of(pin) if pin is not None else None
+        if pin is None or found is None:
+            raise RoutingError("pinned service without a valid pin")
+        if family == socket.AF_INET:
+            raise RoutingError(IPV4_DESTINATION, NO_IPV6)
+        if country is not None and found != country:
+            raise RoutingError(f"pinned exit IP is not in country {country}", "geo")
+        if self._local is not None and pin not in subnet_pool(exits, None, self._local[1])[0]:
+            raise RoutingError(NOT_LOCAL, "not_local", 503)
+        return pin
+
+    def _pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> Pool | SubnetPool:
         exits = entry.exit_ips
         version = getattr(exits, "version", 0)
         key = (id(exits), country, family)
         cached = self._pools.get(key)
         if cached is not None and cached[0] is exits and cached[1] == version:
             return cached[2]
-        pool = self._build_pool(exits, country, family)
+        pool: Pool | SubnetPool
+        if type(exits) is SubnetExits:
+            pool = self._subnet_pool(exits, country, family)
+        else:
+            pool = self._build_pool(exits, country, family)
         if len(self._pools) > 4096:
             self._pools.clear()
         self._pools[key] = (exits, version, pool)
@@ -173,6 +198,18 @@ class Router:
         self._away[id(exits)] = (exits, version, away)
         return away
 
+    def _subnet_pool(self, exits: SubnetExits, country: str | None, family: int | None) -> SubnetPool:
+        if family == socket.AF_INET:
+            raise RoutingError(IPV4_DESTINATION, NO_IPV6)
+        pool, away = subnet_pool(exits, country, self._local[1] if self._local is not None else None)
+        if not pool:
+            if away and subnet_pool(exits, country, None)[0]:
+                raise RoutingError(NOT_LOCAL, "not_local", 503)
+            if country is not None:
+                raise RoutingError(f"no exit IP in country {country}", "geo")
+            raise RoutingError("no exit subnet for this service", "no_exit_ip")
+        return pool
+
     def _build_pool(self, exits: Mapping[str, str], country: str | None, family: int | None) -> Pool:
         away = self._nonlocal(exits) if self._local is not None else ()
         pool = Pool(ip for ip, c in exits.items()
@@ -189,14 +226,14 @@ class Router:
             raise RoutingError("no exit IP for this destination", "no_exit_ip")
         return pool
 
-    def _sticky(self, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None) -> str:
+    def _sticky(self, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool, ttl_minutes: int | None) -> str:
         now = self._clock()
         sessions = self._sessions.setdefault(entry.service_id, {})
         session = sessions.get(sid)
         if session is not None and session.expires > now and session.exit_ip in pool:
             return session.exit_ip
         ttl = ttl_minutes * 60 if ttl_minutes is not None else entry.sticky_ttl
-        ip = self._rng.choice(pool)
+        ip = pool.pick(self._rng)
         sessions[sid] = StickySession(entry.service_id, sid, ip, now, now + ttl)
         return ip
 
@@ -215,11 +252,16 @@ class Router:
         session = next((s for s in self.list_sessions(service.service_id) if s.sid == sid), None)
         if session is None:
             return None
+        local: Pool | SubnetPool
         try:
             local = self._pool(service, None, None)
-        except RoutingError:
-            local = Pool(service.exit_ips)  # none of them local here: any, as before
-        pool = [ip for ip in local if ip != session.exit_ip] or list(local)
+        except RoutingError:  # none of them local here: any, as before
+            exits = service.exit_ips
+            local = subnet_pool(exits, None, None)[0] if type(exits) is SubnetExits else Pool(exits)
+        if type(local) is SubnetPool:
+            pool = [local.pick(self._rng)]  # 2**64 addresses: a new draw differs from the old one
+        else:
+            pool = [ip for ip in local if ip != session.exit_ip] or list(local)
         if not pool:
             return None
         now = self._clock()

@@ -39,8 +39,9 @@ from proxyplane.storage.models.gateway import StickySession as StickyRow
 
 from . import periodic
 from .access import ServiceEntry
-from .routing import Router, StickySession
+from .routing import Pool, Router, StickySession
 from .shared_sticky import SharedSticky, sticky_key
+from .subnets import SubnetPool
 
 log = logging.getLogger(__name__)
 API_WRITER = "api"  # proxyplane.domains.proxy.service.API_WRITER (the gateway does not import domains)
@@ -64,7 +65,7 @@ class SharedRouter(Router):
         self.shared = shared  # the host's table when this is one of several workers
         self._keys: dict[tuple[str, str], bytes] = {}  # shared-table keys of recent (service, sid)
 
-    def _sticky(self, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None) -> str:
+    def _sticky(self, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool, ttl_minutes: int | None) -> str:
         if self.shared is not None:
             return self._shared_sticky(self.shared, entry, sid, pool, ttl_minutes)
         before = self._sessions.get(entry.service_id, {}).get(sid)
@@ -74,7 +75,8 @@ class SharedRouter(Router):
         return ip
 
     def _shared_sticky(
-        self, shared: SharedSticky, entry: ServiceEntry, sid: str, pool: list[str], ttl_minutes: int | None
+        self, shared: SharedSticky, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool,
+        ttl_minutes: int | None,
     ) -> str:
         """The host's session when it is live and its IP still in the pool; else a new one, written to
         the shared table before it is used (check and choice under the table's lock)."""
@@ -100,7 +102,7 @@ class SharedRouter(Router):
                     sessions[sid] = StickySession(entry.service_id, sid, ip, started, expires)
                 return ip
             ttl = ttl_minutes * 60 if ttl_minutes is not None else entry.sticky_ttl
-            ip = self._rng.choice(pool)
+            ip = pool.pick(self._rng)
             shared.put(key, ip, now, now + ttl, now)
         sessions[sid] = StickySession(entry.service_id, sid, ip, now, now + ttl)
         self.dirty.add((entry.service_id, sid))

@@ -42,12 +42,21 @@ def literal_family(host: str) -> int | None:
 
 
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+IP_FREEBIND = getattr(socket, "IP_FREEBIND", 15)
+IPV6_FREEBIND = 78  # linux/in6.h (4.15+); IP_FREEBIND on IPPROTO_IP covers older kernels
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)
+
+
+class NoIPv6Address(socket.gaierror):
+    """The destination name has IPv4 addresses but no AAAA, and the exit is IPv6."""
 
 
 def upstream_error(exc: BaseException, host: str, port: int) -> UpstreamError:
     """The UpstreamError for an exception raised while resolving/connecting."""
     if isinstance(exc, BlockedDestination):  # 403 / SOCKS5 "connection not allowed by ruleset"
         return UpstreamError(f"destination {host} is not allowed", 403, 2, "blocked")
+    if isinstance(exc, NoIPv6Address):  # an IPv6 exit reaches destinations over IPv6 only
+        return UpstreamError(f"destination {host} has no IPv6 address (AAAA)", 502, 4, "no_ipv6")
     if isinstance(exc, socket.gaierror):
         return UpstreamError(f"cannot resolve {host}", 502, 4, "dns")
     if isinstance(exc, ConnectionRefusedError):
@@ -67,7 +76,12 @@ async def resolve(loop: asyncio.AbstractEventLoop, exit_ip: str, host: str, port
     """The address to connect to for a DNS name, in the exit IP's family; socket.gaierror when there is
     none, BlockedDestination when the policy refuses it (checked on the address, the one connected to)."""
     family = socket.AF_INET6 if ":" in exit_ip else socket.AF_INET
-    infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+    try:
+        infos = await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        if family == socket.AF_INET6 and await _has_ipv4(loop, host, port):
+            raise NoIPv6Address(socket.EAI_NONAME, f"{host} has no IPv6 address") from None
+        raise
     if not infos:
         raise socket.gaierror("no address")
     address = str(infos[0][4][0])
@@ -76,12 +90,57 @@ async def resolve(loop: asyncio.AbstractEventLoop, exit_ip: str, host: str, port
     return address
 
 
+async def _has_ipv4(loop: asyncio.AbstractEventLoop, host: str, port: int) -> bool:
+    """Whether ``host`` resolves over IPv4 (asked only after its AAAA lookup failed: the error wording)."""
+    try:
+        return bool(await loop.getaddrinfo(host, port, family=socket.AF_INET, type=socket.SOCK_STREAM))
+    except OSError:
+        return False
+
+
+def freebind_socket(exit_ip: str) -> socket.socket:
+    """A non-blocking IPv6 TCP socket bound to ``exit_ip`` with IP_FREEBIND: any address of a prefix routed
+    to the host is bound without being configured (issue 16); the port is chosen at connect time."""
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_FREEBIND, 1)
+        except OSError:
+            sock.setsockopt(socket.IPPROTO_IP, IP_FREEBIND, 1)
+        sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+        sock.bind((exit_ip, 0))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def _freebind_connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str,
+                            address: str, port: int) -> tuple[asyncio.BaseTransport, P]:
+    sock = freebind_socket(exit_ip)
+    try:
+        await loop.sock_connect(sock, (address, port))
+    except BaseException:
+        sock.close()
+        raise
+    return await loop.create_connection(factory, sock=sock)
+
+
+def _connect_from(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str, address: str,
+                  port: int) -> Coroutine[Any, Any, tuple[asyncio.BaseTransport, P]]:
+    """Connect to an address literal from ``exit_ip`` (IPv6 exits: freebind, see ``freebind_socket``)."""
+    if ":" in exit_ip:
+        return _freebind_connect(loop, factory, exit_ip, address, port)
+    return loop.create_connection(factory, address, port, local_addr=(exit_ip, 0))
+
+
 async def _resolve_and_connect(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exit_ip: str,
                                host: str, port: int, policy: DestinationPolicy
                                ) -> tuple[asyncio.BaseTransport, P]:
     address = await resolve(loop, exit_ip, host, port, policy)
     # TCP_NODELAY is set by asyncio and uvloop on every TCP transport already
-    return await loop.create_connection(factory, address, port, local_addr=(exit_ip, 0))
+    return await _connect_from(loop, factory, exit_ip, address, port)
 
 
 async def _refuse(address: str) -> Any:
@@ -95,7 +154,7 @@ def _connect_coro(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exi
         return _resolve_and_connect(loop, factory, exit_ip, host, port, policy)
     if not policy.allowed(host):
         return _refuse(host)
-    return loop.create_connection(factory, host, port, local_addr=(exit_ip, 0))
+    return _connect_from(loop, factory, exit_ip, host, port)
 
 
 async def open_connection(factory: Callable[[], P], exit_ip: str, host: str, port: int,

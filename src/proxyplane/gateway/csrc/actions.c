@@ -88,6 +88,11 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (slen) {
             setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+            if (src.ss_family == AF_INET6) {
+                /* an exit drawn from a routed prefix (issue 16): bound without being configured */
+                if (setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof one) < 0)
+                    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
+            }
             if (bind(fd, (struct sockaddr *)&src, slen) < 0) err = errno;
         }
         if (!err && connect(fd, (struct sockaddr *)&dst, dlen) < 0 && errno != EINPROGRESS) err = errno;

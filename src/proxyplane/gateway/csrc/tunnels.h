@@ -20,6 +20,12 @@
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
 #endif
+#ifndef IP_FREEBIND
+#define IP_FREEBIND 15
+#endif
+#ifndef IPV6_FREEBIND
+#define IPV6_FREEBIND 78
+#endif
 
 enum { K_HTTP = 0, K_SOCKS = 1 };
 enum { S_HTTP, S_GREET, S_AUTH, S_REQ, S_WAIT, S_CONNECTING, S_RELAY, S_CLOSING, S_DEAD };
