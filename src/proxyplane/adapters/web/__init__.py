@@ -20,6 +20,7 @@ def install_dashboard(app: FastAPI) -> None:
         money_pages,
         service_tools,
         services,
+        subusers,
         tickets,
         webhooks,
     )
@@ -35,6 +36,7 @@ def install_dashboard(app: FastAPI) -> None:
         buy,
         services,
         service_tools,
+        subusers,
         tickets,
         webhooks,
     ):

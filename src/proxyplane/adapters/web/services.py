@@ -19,6 +19,7 @@ from proxyplane.adapters.web.forms import forget_reveal, reveal, take_reveal
 from proxyplane.adapters.web.money_pages import int_param, unpaid_orders
 from proxyplane.adapters.web.rotating import rotating_view
 from proxyplane.adapters.web.service_extras import extras, optional
+from proxyplane.adapters.web.subuser_view import new_subuser, subusers_view
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, NotFound
 from proxyplane.domains.proxy.ops import CredentialsOut
@@ -73,13 +74,14 @@ async def service_page(
     rotating: dict[str, Any] = {"plan_use": None, "proxy_lines": []}
     if svc.product_kind == "proxy_rotating" and not pending:
         rotating = await rotating_view(request, svc, config)
+    endpoints = None if pending else await optional(request, "get_proxy_ips", ref)
     return render(
         request,
         "service.html",
         status=status,
         svc=svc,
         unpaid=await this_unpaid(request, svc.service_id) if pending else None,
-        endpoints=None if pending else await optional(request, "get_proxy_ips", ref),
+        endpoints=endpoints,
         config=config,
         **rotating,
         whitelist=await optional(request, "get_proxy_whitelist", ref),
@@ -92,6 +94,7 @@ async def service_page(
         idempotency_key=uuid.uuid4().hex,
         errors=errors or {},
         **await extras(request, svc, span),
+        **await subusers_view(request, svc, span, config, endpoints),  # issue 18
         **extra,
     )
 
@@ -105,8 +108,11 @@ async def this_unpaid(request: Request, sid: uuid.UUID) -> dict[str, list[Any]]:
 @router.get("/services/{service_id}")
 async def service(request: Request) -> Response:
     await require_login(request)
-    rotated = take_reveal(request, f"rotated:{service_id(request)}", CredentialsOut)
-    page = await service_page(request, revealed=rotated, rotated=rotated is not None)
+    sid = service_id(request)
+    rotated = take_reveal(request, f"rotated:{sid}", CredentialsOut)
+    page = await service_page(
+        request, revealed=rotated, rotated=rotated is not None, new_subuser=new_subuser(request, sid)
+    )
     return forget_reveal(request, page)
 
 

@@ -1,0 +1,86 @@
+"""Service page: sub-users (issue 18). Create (the password is shown once, carried to the page by the
+reveal cookie like a rotated service password), enable / disable, new password, delete; each sub-user's
+usage in the page's window. Every action is the sub-user REST operation run through `invoke`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxyplane.adapters.web.base import WebRoute, form, redirect, require_login
+from proxyplane.adapters.web.forms import reveal
+from proxyplane.adapters.web.services import action, service_id, service_page
+from proxyplane.adapters.web.subuser_view import revealed_key
+
+router = APIRouter(route_class=WebRoute, include_in_schema=False)
+MB = 1_048_576
+
+
+def _limits(data: dict[str, Any]) -> dict[str, Any] | str:
+    """Create form fields -> operation input (a message when a number is not one)."""
+    body: dict[str, Any] = {}
+    login = str(data.get("login", "")).strip()
+    if login:
+        body["login"] = login
+    for name, scale in (("traffic_limit_mb", MB), ("traffic_limit_requests", 1), ("max_connections", 1)):
+        raw = str(data.get(name, "")).strip()
+        if not raw:
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            return f"{name.replace('_', ' ')} must be a whole number"
+        body["traffic_limit_bytes" if name == "traffic_limit_mb" else name] = value * scale
+    countries = [c.strip() for c in str(data.get("countries", "")).replace(";", ",").split(",") if c.strip()]
+    if countries:
+        body["countries"] = countries
+    return body
+
+
+@router.post("/services/{service_id}/subusers")
+async def create(request: Request) -> Response:
+    await require_login(request)
+    body = _limits(await form(request))
+    if isinstance(body, str):
+        return await service_page(request, 422, {"subusers": body})
+    result = await action(request, "create_subuser", body, "subusers")
+    if isinstance(result, Response):
+        return result
+    sid = service_id(request)
+    response = redirect(request, f"/services/{sid}#subusers", f"Sub-user {result.login} created.")
+    reveal(request, response, revealed_key(sid), result)  # the password, shown once
+    return response
+
+
+@router.post("/services/{service_id}/subusers/{subuser_id}")
+async def change(request: Request) -> Response:
+    """One form per action: enable, disable, password (a new one, shown once), delete."""
+    await require_login(request)
+    data = await form(request)
+    try:
+        ref = {"subuser_id": str(uuid.UUID(request.path_params["subuser_id"]))}
+    except ValueError:
+        return await service_page(request, 404, {"subusers": "No such sub-user."})
+    do = str(data.get("do", ""))
+    if do in ("enable", "disable"):
+        result = await action(request, "update_subuser", {**ref, "enabled": do == "enable"}, "subusers")
+        message = f"Sub-user {getattr(result, 'login', '')} {do}d."
+    elif do == "password":
+        result = await action(request, "rotate_subuser_password", ref, "subusers")
+    elif do == "delete":
+        result = await action(request, "delete_subuser", ref, "subusers")
+        message = "Sub-user deleted."
+    else:
+        return await service_page(request, 422, {"subusers": "Unknown action."})
+    if isinstance(result, Response):
+        return result
+    sid = service_id(request)
+    if do == "password":
+        response = redirect(request, f"/services/{sid}#subusers", f"New password for {result.login}.")
+        reveal(request, response, revealed_key(sid), result)
+        return response
+    return redirect(request, f"/services/{sid}#subusers", message)
