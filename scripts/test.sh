@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install (first time) and run the full test suite: lint, types, tests on SQLite, then on PostgreSQL.
+# Install (first time) and run the full test suite: lint, types, then the tests on SQLite and on PostgreSQL.
 # PostgreSQL: PROXYPLANE_TEST_DATABASE_URL if set; else a throwaway server on loopback (installed from
 # Debian's packages when missing and we are root). Set PROXYPLANE_SKIP_POSTGRES=1 to skip (not in CI).
+# The two engine runs are independent processes on their own databases and temp dirs, so they run side
+# by side (each keeps about one core busy); PROXYPLANE_TEST_SERIAL=1 runs them one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -13,18 +15,35 @@ fi
 
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy
-echo "== tests on SQLite"
-env -u PROXYPLANE_TEST_DATABASE_URL python -m pytest "$@"
 
-if [ -n "${PROXYPLANE_TEST_DATABASE_URL:-}" ]; then
-  echo "== tests on PostgreSQL ($PROXYPLANE_TEST_DATABASE_URL)"
-  python -m pytest "$@"
+pg_url="${PROXYPLANE_TEST_DATABASE_URL:-}"
+if [ -z "$pg_url" ]; then
+  if [ "${PROXYPLANE_SKIP_POSTGRES:-}" = 1 ] && [ "${CI:-}" != true ]; then
+    echo "== tests on SQLite (PostgreSQL run skipped: PROXYPLANE_SKIP_POSTGRES=1)"
+    exec env -u PROXYPLANE_TEST_DATABASE_URL python -m pytest "$@"
+  fi
+  pg_url=$(bash scripts/postgres.sh start)
+  trap 'bash scripts/postgres.sh stop' EXIT
+fi
+
+if [ "${PROXYPLANE_TEST_SERIAL:-}" = 1 ]; then
+  echo "== tests on SQLite"
+  env -u PROXYPLANE_TEST_DATABASE_URL python -m pytest "$@"
+  echo "== tests on PostgreSQL ($pg_url)"
+  PROXYPLANE_TEST_DATABASE_URL="$pg_url" python -m pytest "$@"
   exit 0
 fi
-if [ "${PROXYPLANE_SKIP_POSTGRES:-}" = 1 ] && [ "${CI:-}" != true ]; then
-  echo "== PostgreSQL run skipped (PROXYPLANE_SKIP_POSTGRES=1)"; exit 0
-fi
-url=$(bash scripts/postgres.sh start)
-trap 'bash scripts/postgres.sh stop' EXIT
-echo "== tests on PostgreSQL ($url)"
-PROXYPLANE_TEST_DATABASE_URL="$url" python -m pytest "$@"
+
+work=$(mktemp -d)
+echo "== tests on SQLite and on PostgreSQL ($pg_url), side by side (logs follow when both end)"
+env -u PROXYPLANE_TEST_DATABASE_URL python -m pytest --basetemp="$work/sqlite" "$@" >"$work/sqlite.log" 2>&1 &
+sqlite_pid=$!
+PROXYPLANE_TEST_DATABASE_URL="$pg_url" python -m pytest --basetemp="$work/postgres" "$@" \
+  >"$work/postgres.log" 2>&1 &
+postgres_pid=$!
+sqlite_rc=0; wait "$sqlite_pid" || sqlite_rc=$?
+postgres_rc=0; wait "$postgres_pid" || postgres_rc=$?
+echo "== tests on SQLite (exit $sqlite_rc)"; cat "$work/sqlite.log"
+echo "== tests on PostgreSQL (exit $postgres_rc)"; cat "$work/postgres.log"
+rm -rf "$work"
+[ "$sqlite_rc" = 0 ] && [ "$postgres_rc" = 0 ]
