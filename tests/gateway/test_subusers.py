@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
@@ -20,13 +20,14 @@ from proxyplane.storage.models.subusers import (
     ServiceSubuser,
     SubuserUsageError,
     SubuserUsageMinute,
-    SubuserWhitelist,
 )
+from tests.domains.stock.support import fresh_stock
+from tests.domains.subusers.support import make_service
 from tests.support import Account, bearer
 
 from .clients import basic, connect_tunnel, http_get, socks_connect
 from .conftest import BACKENDS
-from .test_store_static import API, buy, eventually, node_settings, running_node
+from .test_store_static import API, eventually, node_settings, running_node
 
 pytestmark = pytest.mark.anyio
 
@@ -39,26 +40,34 @@ def anyio_backend(request: Any) -> Any:
 
 
 async def add_subusers(
-    platform: Platform, service_id: str, specs: dict[str, dict[str, Any]]
+    client: httpx.AsyncClient, key: str, service_id: str, specs: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
-    """{name: (pk, login)} of sub-users written straight to the store (password "pw-<name>")."""
+    """{name: (pk, login, password)} of sub-users created through the REST API (the in-process app)."""
     out = {}
-    async with platform.db.unit_of_work() as uow:
-        for name, spec in specs.items():
-            whitelist = spec.pop("whitelist", [])
-            login = f"{name}{uuid.uuid4().hex[:10]}"
-            sub = ServiceSubuser(
-                service_id=uuid.UUID(service_id),
-                login=login,
-                password_enc=platform.secrets.encrypt(f"pw-{name}"),
-                **spec,
+    h = bearer(key)
+    for name, spec in specs.items():
+        whitelist = spec.pop("whitelist", [])
+        r = await client.post(f"{API}/{service_id}/subusers", json=spec, headers=h)
+        assert r.status_code == 201, r.text
+        made = r.json()
+        for ip in whitelist:
+            w = await client.post(
+                f"{API}/{service_id}/subusers/{made['subuser_id']}/whitelist", json={"ip": ip}, headers=h
             )
-            uow.session.add(sub)
-            await uow.session.flush()
-            uow.session.add_all(SubuserWhitelist(subuser_pk=sub.id, ip=ip) for ip in whitelist)
-            out[name] = (sub.id, login)
-        await uow.commit()
+            assert w.status_code in (200, 201), w.text
+        out[name] = (made["subuser_id"], made["login"], made["password"])
     return out
+
+
+async def pks_of(platform: Platform, subuser_ids: list[str]) -> list[int]:
+    async with platform.db.unit_of_work(write=False) as uow:
+        rows = await uow.session.execute(
+            select(ServiceSubuser.subuser_id, ServiceSubuser.id).where(
+                ServiceSubuser.subuser_id.in_([uuid.UUID(s) for s in subuser_ids])
+            )
+        )
+        found = {str(public): pk for public, pk in rows.all()}
+    return [found[s] for s in subuser_ids]
 
 
 async def sums(platform: Platform, service_id: str, pks: list[int]) -> dict[str, Any]:
@@ -128,11 +137,14 @@ async def sums(platform: Platform, service_id: str, pks: list[int]) -> dict[str,
 async def test_subusers_through_a_node(
     client: httpx.AsyncClient, platform: Platform, account: Account, origin, tmp_path
 ) -> None:
-    svc = await buy(client, platform, account, "Rotating datacenter", parameters={})
-    key, sid = svc["key"], svc["service_id"]
-    auth = (await client.get(f"{API}/{sid}/proxy/auth?reveal=true", headers=bearer(key))).json()
+    await fresh_stock(platform, "proxy_datacenter", "US", 2)
+    await fresh_stock(platform, "proxy_datacenter", "DE", 2)
+    svc = await make_service(platform, account, parameters={"exit_pool": "proxy_datacenter"})
+    key, sid = await account.key(), str(svc.service_id)
+    auth = {"login": svc.login, "password": "service-password"}  # tests/domains/subusers/support.py
     subs = await add_subusers(
-        platform,
+        client,
+        key,
         sid,
         {
             "a": {"max_connections": 1, "whitelist": [WHITELISTED]},
@@ -149,7 +161,7 @@ async def test_subusers_through_a_node(
 
         async def get(name: str, suffix: str = "", source: str | None = None) -> tuple[int, bytes]:
             login = auth["login"] if name == "service" else subs[name][1]
-            password = auth["password"] if name == "service" else f"pw-{name}"
+            password = auth["password"] if name == "service" else subs[name][2]
             status, _, body = await http_get(
                 http, url, None if source else basic(login + suffix, password), source=source
             )
@@ -177,33 +189,32 @@ async def test_subusers_through_a_node(
             seen.add(body.split()[0].decode())
         assert seen and {exits[ip] for ip in seen} == {"us"}
         # SOCKS5 and CONNECT as a sub-user; a's connection limit (1) holds while its tunnel is open
-        a_login = subs["a"][1]
-        rep, _, _, tunnel = await socks_connect(socks, "127.0.0.1", origin.port, a_login, "pw-a")
+        a_login, a_pw = subs["a"][1], subs["a"][2]
+        rep, _, _, tunnel = await socks_connect(socks, "127.0.0.1", origin.port, a_login, a_pw)
         assert rep == 0
-        status, _, w = await connect_tunnel(http, target, basic(a_login, "pw-a"))
+        status, _, w = await connect_tunnel(http, target, basic(a_login, a_pw))
         w.close()
         assert status == 429
-        rep2, _, _, w2 = await socks_connect(socks, "127.0.0.1", origin.port, a_login, "pw-a")
+        rep2, _, _, w2 = await socks_connect(socks, "127.0.0.1", origin.port, a_login, a_pw)
         w2.close()
         assert rep2 == 2  # connection not allowed by ruleset
         assert (await get("c"))[0] == 200  # the service's other sub-users are not limited by a's
         tunnel.close()
 
         async def a_connects() -> bool:
-            status, _, w = await connect_tunnel(http, target, basic(a_login, "pw-a"))
+            status, _, w = await connect_tunnel(http, target, basic(a_login, a_pw))
             w.close()
             return status == 200
 
         await eventually(a_connects)
-        rep, _, _, w = await socks_connect(socks, "127.0.0.1", origin.port, subs["b"][1], "pw-b")
+        rep, _, _, w = await socks_connect(socks, "127.0.0.1", origin.port, subs["b"][1], subs["b"][2])
         w.close()
         assert rep == "auth-failed"  # b over its traffic limit: the SOCKS5 authentication fails
-        # disabling c reaches the node through the change log
-        async with platform.db.unit_of_work() as uow:
-            await uow.session.execute(
-                update(ServiceSubuser).where(ServiceSubuser.id == subs["c"][0]).values(enabled=False)
-            )
-            await uow.commit()
+        # disabling c through the API reaches the node through the change log
+        r = await client.patch(
+            f"{API}/{sid}/subusers/{subs['c'][0]}", json={"enabled": False}, headers=bearer(key)
+        )
+        assert r.status_code == 200, r.text
 
         async def c_refused() -> bool:
             status, body = await get("c")
@@ -215,7 +226,7 @@ async def test_subusers_through_a_node(
         await asyncio.sleep(0)
         await node.flush_usage()
 
-    pks = [pk for pk, _ in subs.values()]
+    pks = await pks_of(platform, [public for public, _, _ in subs.values()])
     got = await sums(platform, sid, pks)
     a_pk, b_pk, c_pk = pks
     assert got["sub_requests"][b_pk] == 2 and got["reached"][b_pk] is True

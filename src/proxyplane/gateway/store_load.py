@@ -259,7 +259,7 @@ async def load_entries(
     lap("whitelist")
     addons = await active_addons(session, id_list)
     lap("addons")
-    subs = await load_subusers(session, box, id_list)  # two selects; empty for most stores
+    subs = await load_subusers(session, box, id_list)  # one select; empty for most stores
     lap("subusers")
     svc_q = (
         select(
