@@ -25,6 +25,7 @@ from tests.adapters.oauth.conftest import (
     REDIRECT_URI,
     DocumentServer,
     authorize,
+    consent,
     full_flow,
     pkce,
     query_of,
@@ -141,8 +142,6 @@ async def _grants(platform: Platform, account: Account) -> list[service.GrantVie
 async def test_pkce_failures_and_single_use_code(
     http: httpx.AsyncClient, documents: DocumentServer, account: Account
 ) -> None:
-    from tests.adapters.oauth.conftest import consent
-
     client_id = documents.publish(f"/pkce-{uuid.uuid4().hex}.json")
     verifier, challenge = pkce()
     plain = await authorize(http, client_id, challenge, code_challenge_method="plain")
@@ -213,10 +212,8 @@ async def test_unacceptable_client_documents_are_refused(
 
 
 async def test_dashboard_lists_and_revokes_a_grant_and_consent_can_deny(
-    http: httpx.AsyncClient, documents: DocumentServer, account: Account
+    http: httpx.AsyncClient, documents: DocumentServer, account: Account, platform: Platform
 ) -> None:
-    from tests.adapters.oauth.conftest import consent
-
     _, tokens = await full_flow(
         http,
         documents,
@@ -230,12 +227,12 @@ async def test_dashboard_lists_and_revokes_a_grant_and_consent_can_deny(
     section = page.text[page.text.index('id="oauth-clients"') :]
     assert "Test Agent" in section and "wallet:spend" in section
     assert "OAuth: Test Agent" not in page.text  # the grant's key row is not listed among the keys
-    grants = await _grants(http._transport.app.state.platform, account)  # type: ignore[attr-defined]
+    grants = await _grants(platform, account)
     assert grants[0].confirm_spending is True
     principal = await service.authenticate_token(
-        http._transport.app.state.platform.db,
+        platform.db,
         tokens["access_token"],
-        MCP_URL,  # type: ignore[attr-defined]
+        MCP_URL,
     )
     assert principal is not None and principal.confirm_spending is True and "wallet:spend" in principal.scopes
     revoked = await http.post(f"/oauth/grants/{grants[0].grant_id}/revoke", data={"csrf": csrf_of(page)})
@@ -253,4 +250,3 @@ async def test_dashboard_lists_and_revokes_a_grant_and_consent_can_deny(
     )
     assert denied.status_code == 303
     assert query_of(denied.headers["location"])["error"] == "access_denied"
-    del consent
