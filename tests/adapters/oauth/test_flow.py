@@ -250,3 +250,34 @@ async def test_dashboard_lists_and_revokes_a_grant_and_consent_can_deny(
     )
     assert denied.status_code == 303
     assert query_of(denied.headers["location"])["error"] == "access_denied"
+
+
+async def test_dynamic_registration_with_a_secret_stored_encrypted(
+    http: httpx.AsyncClient, account: Account, platform: Platform
+) -> None:
+    from proxyplane.storage.models.oauth import OAuthClient
+
+    registered = await http.post(
+        "/oauth/register",
+        json={"redirect_uris": [REDIRECT_URI], "client_name": "Registered Agent"},
+    )
+    assert registered.status_code == 201, registered.text
+    client = registered.json()
+    assert client["token_endpoint_auth_method"] == "client_secret_post" and client["client_secret"]
+    async with platform.db.unit_of_work(write=False) as uow:
+        row = await uow.session.get(OAuthClient, client["client_id"])
+    assert row is not None and row.kind == "dcr" and client["client_secret"] not in row.document
+    verifier, challenge = pkce()
+    r = await authorize(http, client["client_id"], challenge)
+    answer = await consent(http, account, r.headers["location"], scopes=["catalog:read"])
+    exchange = {
+        "grant_type": "authorization_code",
+        "code": answer["code"],
+        "redirect_uri": REDIRECT_URI,
+        "client_id": client["client_id"],
+        "code_verifier": verifier,
+    }
+    without_secret = await token(http, **exchange)
+    assert without_secret.status_code == 401 and without_secret.json()["error"] == "invalid_client"
+    issued = await token(http, **exchange, client_secret=client["client_secret"])
+    assert issued.status_code == 200 and issued.json()["scope"] == "catalog:read"
