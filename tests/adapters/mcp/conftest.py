@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from fastapi import FastAPI
 from mcp import Client
+from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
 from proxyplane.platform import Platform
@@ -35,10 +36,20 @@ def http_client(app: FastAPI, key: str | None) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers)
 
 
+ERAS = ("legacy", "2026-07-28")  # the 2025-11-25 initialize handshake; the stateless 2026-07-28 core
+
+
 @contextlib.asynccontextmanager
-async def mcp_client(app: FastAPI, key: str) -> AsyncIterator[Client]:
+async def mcp_client(
+    app: FastAPI,
+    key: str,
+    mode: str = "auto",
+    query: str = "",
+    elicitation_callback: ElicitationFnT | None = None,
+) -> AsyncIterator[Client]:
     async with http_client(app, key) as hc:
-        async with Client(streamable_http_client(MCP_URL, http_client=hc)) as client:
+        transport = streamable_http_client(MCP_URL + query, http_client=hc)
+        async with Client(transport, mode=mode, elicitation_callback=elicitation_callback) as client:
             yield client
 
 

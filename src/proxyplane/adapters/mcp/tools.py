@@ -19,11 +19,22 @@ from mcp_types import (
     CallToolResult,
     ContentBlock,
     EmbeddedResource,
+    InputRequiredResult,
     TextContent,
     ToolAnnotations,
 )
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, create_model
 
+from proxyplane.adapters.mcp.confirm import (
+    ask_to_pay,
+    can_ask,
+    checkout_action,
+    checkout_question,
+    confirmation_required,
+    confirmed_cents,
+    price_of,
+    refused_without_asking,
+)
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.apikeys.service import KeyPrincipal
 from proxyplane.ops import Caller, Effect, Operation, invoke
@@ -35,6 +46,7 @@ PRINCIPAL = "proxyplane_principal"  # key in the ASGI scope state, set by the AP
 CONTEXT_KWARG = "mcp_context"
 MAX_TOTAL = "max_total_cents"
 EXPECTED_PRICE = "expected_price_cents"
+TOP_UP = "init_deposit"  # its checkout URL is offered through URL-mode elicitation
 FILE_FIELD = "content_base64"  # a result carrying a file (base64) is also attached as an embedded resource
 DESTRUCTIVE_PREFIXES = ("cancel", "revoke", "delete", "remove", "purge", "reset", "replace")
 
@@ -230,6 +242,13 @@ def content_blocks(op: Operation, content: dict[str, Any]) -> list[ContentBlock]
     return [TextContent(type="text", text=json.dumps(content, ensure_ascii=False))]
 
 
+def principal_from(context: MCPContext[Any, Any]) -> KeyPrincipal | None:
+    request = context.request_context.request
+    scope: dict[str, Any] = getattr(request, "scope", {}) or {}
+    principal: KeyPrincipal | None = (scope.get("state") or {}).get(PRINCIPAL)
+    return principal
+
+
 def caller_from(context: MCPContext[Any, Any]) -> Caller:
     """The Caller for this HTTP request: the principal the API-key gate authenticated (same
     `authenticate()` as REST), the client IP and user agent, channel "mcp"."""
@@ -251,12 +270,37 @@ def caller_from(context: MCPContext[Any, Any]) -> Caller:
     )
 
 
+async def confirm_spend(
+    platform: Platform,
+    op: Operation,
+    caller: Caller,
+    data: BaseModel | None,
+    context: MCPContext[Any, Any],
+) -> int | None | CallToolResult | InputRequiredResult:
+    """None: charge as asked (no confirmation possible or needed); cents: the amount the person confirmed
+    (the call's price guard); a result: the question to ask, a replay, or the refusal."""
+    if not can_ask(context, "form"):
+        if await confirmation_required(platform, principal_from(context)):
+            return refused_without_asking()
+        return None
+    confirmed = confirmed_cents(context, op)
+    if confirmed is not None:
+        return confirmed
+    price = await price_of(platform, op, caller, data)
+    if not isinstance(price, int):  # the idempotency key replays a finished call: nothing to confirm
+        return None
+    shown = data.model_dump(mode="json", exclude_none=True) if data is not None else {}
+    return ask_to_pay(op, price, shown)
+
+
 def build_tool(platform: Platform, op: Operation) -> Tool:
     args_model = argument_model(op)
     out_model, wrap_key = output_model(op)
     forced = forced_arguments(op)
 
-    async def run(mcp_context: MCPContext[Any, Any], **arguments: Any) -> CallToolResult:
+    async def run(
+        mcp_context: MCPContext[Any, Any], **arguments: Any
+    ) -> CallToolResult | InputRequiredResult:
         if INVALID in arguments:
             return CallToolResult(content=[TextContent(type="text", text=arguments[INVALID])], is_error=True)
         caller = caller_from(mcp_context)
@@ -266,6 +310,12 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
             if op.input is not None:
                 values = {k: v for k, v in arguments.items() if k in op.input.model_fields}
                 data = op.input.model_validate({**values, **forced})
+            if spends_money(op):  # the person confirms the exact amount first (issue 21.3)
+                asked = await confirm_spend(platform, op, caller, data, mcp_context)
+                if not isinstance(asked, int | type(None)):
+                    return asked
+                if asked is not None:
+                    max_total = asked if max_total is None else min(max_total, asked)
             result = await invoke(platform, op, caller, data, max_total_cents=max_total)
         except DomainError as exc:
             return error_result(exc)
@@ -274,6 +324,14 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         if op.output is None:
             return CallToolResult(content=[TextContent(type="text", text=f"ok: {op.name} done")])
         content = structured(result, wrap_key)
+        if op.name == TOP_UP and can_ask(mcp_context, "url"):  # payment at the checkout page (URL mode)
+            action = checkout_action(mcp_context)
+            if action is None:
+                question = checkout_question(content)
+                if question is not None:
+                    return question
+            else:
+                content = {**content, "checkout": action}
         return CallToolResult(content=content_blocks(op, content), structured_content=content)
 
     run.__name__ = op.name

@@ -30,6 +30,10 @@ class ApiKeyRecord(BaseModel):
     )
     spent_today_cents: int = Field(default=0, description="charged through this key today (UTC), if capped")
     spent_total_cents: int = Field(default=0, description="charged through this key in total, if capped")
+    confirm_spending: bool = Field(
+        default=False,
+        description="every spend through this key is confirmed by the person (MCP elicitation) first",
+    )
 
 
 class ApiKeyList(RootModel[list[ApiKeyRecord]]):
@@ -51,6 +55,11 @@ class ApiKeyCreate(BaseModel):
         ge=0,
         le=CENTS_MAX,
         description="optional cap: most this key may charge to the wallet in total",
+    )
+    confirm_spending: bool = Field(
+        default=False,
+        description="require the person to confirm every spend over MCP (elicitation); a client that "
+        "cannot ask is refused",
     )
 
     @field_validator("spend_limit_daily_cents", "spend_limit_total_cents", mode="before")
@@ -86,6 +95,7 @@ def record(key: ApiKey, cap: caps.Caps = caps.NO_CAPS) -> ApiKeyRecord:
         spend_limit_total_cents=cap.total_limit_cents,
         spent_today_cents=cap.spent_today_cents,
         spent_total_cents=cap.spent_total_cents,
+        confirm_spending=bool(key.confirm_spending),
     )
 
 
@@ -96,12 +106,15 @@ async def list_api_keys(ctx: Context, _: None) -> ApiKeyList:
 
 
 async def create_api_key(ctx: Context, data: ApiKeyCreate) -> ApiKeyCreated:
+    # a key that must confirm its spending cannot mint one that need not (it would escape the rule)
+    creator = await ctx.session.get(ApiKey, ctx.caller.key_id) if ctx.caller.key_id is not None else None
     key, raw = await service.create_key(
         ctx.session,
         ctx.customer_id,
         data.name,
         frozenset(s.value for s in data.scopes),
         granted_by=ctx.caller.scopes if ctx.caller.key_id is not None else None,
+        confirm_spending=data.confirm_spending or bool(creator is not None and creator.confirm_spending),
     )
     await caps.set_caps(ctx.session, key.id, data.spend_limit_daily_cents, data.spend_limit_total_cents)
     cap = (await caps.caps_of(ctx.session, [key.id])).get(key.id, caps.NO_CAPS)

@@ -26,6 +26,7 @@ async def create_key(
     name: str,
     scopes: frozenset[str],
     granted_by: frozenset[str] | None = None,
+    confirm_spending: bool = False,
 ) -> tuple[ApiKey, str]:
     """Create a key; `granted_by` is the creating key's scopes: a key cannot grant what it lacks."""
     unknown = sorted(scopes - ALL_SCOPES)
@@ -48,6 +49,7 @@ async def create_key(
         scopes=sorted(scopes),
         key_hash=hash_api_key(raw),
         prefix=raw[: len(API_KEY_PREFIX) + 6],
+        confirm_spending=confirm_spending,
     )
     session.add(key)
     await session.flush()

@@ -3,7 +3,7 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.core.clock import utcnow
@@ -43,3 +43,5 @@ class ApiKey(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     last_used_ip: Mapped[str | None] = mapped_column(String(45), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # every spend through this key asks the person over MCP (elicitation) first (issue 21.3, 0018g)
+    confirm_spending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -1,0 +1,162 @@
+"""Spending the person confirms (issue 21.3): before a tool that spends money charges anything, the client
+is asked through form-mode elicitation with the exact amount (from a dry run of the same call) and what it
+buys; a top-up's checkout goes through URL-mode elicitation (payment details never in a form).
+
+How a stateless server asks: in the 2026-07-28 era the tool answers its first round with an
+`InputRequiredResult` (SEP-2322: the question in `input_requests`, the confirmed amount in `request_state`)
+and the client retries the same call with the answer; the SDK client drives that loop. The 2025-11-25
+endpoint is stateless Streamable HTTP (no session, so a server-to-client request has no back channel and
+the client's capabilities are not known per request): it cannot ask, so a key or token that requires
+confirmation is refused there with a clear error (docs/decisions.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import Context as MCPContext
+from mcp_types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+    TextContent,
+)
+from mcp_types.version import is_version_at_least
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+
+from proxyplane.core.errors import PriceChanged
+from proxyplane.domains.apikeys.service import KeyPrincipal
+from proxyplane.ops import Caller, Operation, invoke
+from proxyplane.platform import Platform
+from proxyplane.storage.models import ApiKey
+
+QUESTION = "confirm_spend"  # the input request's key in InputRequiredResult.input_requests
+CHECKOUT = "checkout"
+ASKING_ERA = "2026-07-28"  # first protocol whose stateless core can ask the client (InputRequiredResult)
+PROBE_GUARD = -1  # a dry run: every charge is above it, so check_guards rolls the whole call back
+
+
+class SpendConfirmation(BaseModel):
+    confirm: bool = Field(title="Pay this amount", description="true to pay, false to cancel")
+
+
+def dollars(cents: int) -> str:
+    return f"${cents // 100:,}.{cents % 100:02d}"
+
+
+def can_ask(context: MCPContext[Any, Any], mode: str) -> bool:
+    """Whether this request can put a question to the client: the 2026-07-28 era (stateless asking) and
+    a client that declared the elicitation capability in that mode ("form" also for a bare `{}`)."""
+    version = context.protocol_version
+    if version is None or not is_version_at_least(version, ASKING_ERA):
+        return False
+    capabilities = context.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    if mode == "url":
+        return elicitation.url is not None
+    return elicitation.form is not None or elicitation.url is None
+
+
+async def confirmation_required(platform: Platform, principal: KeyPrincipal | None) -> bool:
+    """The key's (or OAuth token's) rule: confirm every spend (api_keys.confirm_spending, 0018g)."""
+    if principal is None:
+        return False
+    if getattr(principal, "confirm_spending", False):
+        return True
+    async with platform.db.unit_of_work(write=False) as uow:
+        flag = await uow.session.scalar(select(ApiKey.confirm_spending).where(ApiKey.id == principal.key_id))
+    return bool(flag)
+
+
+def tool_error(code: str, message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=f"{code}: {message}")], is_error=True)
+
+
+def refused_without_asking() -> CallToolResult:
+    return tool_error(
+        "confirmation_required",
+        "this key requires the person to confirm every spend, and this client cannot be asked (it did "
+        "not declare the elicitation capability, or it speaks the 2025-11-25 protocol, whose stateless "
+        "endpoint cannot ask). Nothing was charged. Connect with protocol 2026-07-28 and elicitation.",
+    )
+
+
+async def price_of(platform: Platform, op: Operation, caller: Caller, data: BaseModel | None) -> int | Any:
+    """The exact charge of this call: the call itself, rolled back by an impossible price guard. Returns
+    the cents, or the result itself when the idempotency key replays a finished call (nothing to pay).
+    Any other refusal (insufficient balance, a cap, validation) is raised as it would be for real."""
+    try:
+        replayed = await invoke(platform, op, caller, data, max_total_cents=PROBE_GUARD)
+    except PriceChanged as exc:
+        if exc.extra.get("max_total_cents") != PROBE_GUARD:
+            raise
+        return int(exc.extra["current_price_cents"])
+    return replayed
+
+
+def what_it_buys(op: Operation, arguments: dict[str, Any]) -> str:
+    hidden = ("idempotency_key", "max_total_cents", "use_balance")
+    shown = {k: v for k, v in arguments.items() if k not in hidden}
+    return f"{op.name.replace('_', ' ')}: {op.summary} Details: {json.dumps(shown, sort_keys=True)}"
+
+
+def ask_to_pay(op: Operation, cents: int, arguments: dict[str, Any]) -> InputRequiredResult:
+    buys = what_it_buys(op, arguments)
+    message = f"Pay {dollars(cents)} ({cents} cents) from the ProxyPlane wallet for {buys}"
+    schema = SpendConfirmation.model_json_schema()
+    schema.pop("title", None)
+    question = ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+    return InputRequiredResult(
+        input_requests={QUESTION: question}, request_state=json.dumps({"op": op.name, "cents": cents})
+    )
+
+
+def confirmed_cents(context: MCPContext[Any, Any], op: Operation) -> int | CallToolResult | None:
+    """The amount the person confirmed on the earlier round; a declined or cancelled answer is a tool
+    error (nothing charged); None when nothing was asked yet (or the answer does not fit the question)."""
+    answer = (context.input_responses or {}).get(QUESTION)
+    try:
+        state = json.loads(context.request_state or "")
+    except ValueError:
+        return None
+    if not isinstance(answer, ElicitResult) or not isinstance(state, dict) or state.get("op") != op.name:
+        return None
+    cents = state.get("cents")
+    if not isinstance(cents, int) or isinstance(cents, bool) or cents < 0:
+        return None
+    confirmed = answer.action == "accept" and bool((answer.content or {}).get("confirm"))
+    if not confirmed:
+        return tool_error(
+            "confirmation_declined",
+            f"the person did not confirm paying {dollars(cents)} ({answer.action}); nothing was charged.",
+        )
+    return cents
+
+
+def checkout_question(deposit: dict[str, Any]) -> InputRequiredResult | None:
+    """A top-up's payment happens at the checkout page, never in a form: URL-mode elicitation."""
+    url = deposit.get("checkout_url")
+    if not isinstance(url, str) or not url:
+        return None
+    cents = deposit.get("amount_cents")
+    amount = f" of {dollars(cents)}" if isinstance(cents, int) else ""
+    question = ElicitRequest(
+        params=ElicitRequestURLParams(
+            message=f"Open the ProxyPlane checkout to pay the top-up{amount}.",
+            url=url,
+            elicitation_id=str(deposit.get("deposit_id") or url),
+        )
+    )
+    return InputRequiredResult(input_requests={CHECKOUT: question}, request_state=CHECKOUT)
+
+
+def checkout_action(context: MCPContext[Any, Any]) -> str | None:
+    """What the person did with the checkout link shown at the previous round (None: not asked yet)."""
+    answer = (context.input_responses or {}).get(CHECKOUT)
+    return answer.action if isinstance(answer, ElicitResult) else None
