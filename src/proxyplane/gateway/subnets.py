@@ -105,8 +105,9 @@ def draw_at(net: Net, offset: int) -> str:
     return socket.inet_ntop(socket.AF_INET6, (net[0] | offset).to_bytes(16, "big"))
 
 
-def subnet_pool(exits: SubnetExits, country: str | None, local: tuple[tuple[int, int], ...] | None
-                ) -> tuple[SubnetPool, bool]:
+def subnet_pool(
+    exits: SubnetExits, country: str | None, local: tuple[tuple[int, int], ...] | None
+) -> tuple[SubnetPool, bool]:
     """The subnets of ``exits`` in ``country`` (None: all) and inside the local IPv6 ``local`` ranges
     ((network, mask) integers; None: unknown, all count); the flag says some were left out as non-local."""
     chosen, away = [], False
