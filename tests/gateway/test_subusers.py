@@ -237,3 +237,52 @@ async def test_subusers_through_a_node(
     # refusals counted per sub-user and for the service
     assert got["sub_errors"][b_pk] == 2 and got["sub_errors"][c_pk] >= 2
     assert got["svc_errors"]["subuser_traffic_limit"] == 2 and got["svc_errors"]["limit"] == 2
+
+
+@pytest.mark.parametrize("anyio_backend", BACKENDS[-1:], ids=["engine"])  # the production path only
+async def test_two_nodes_see_a_change_within_a_second_and_share_the_connection_limit(
+    client: httpx.AsyncClient, platform: Platform, account: Account, origin, tmp_path
+) -> None:
+    await fresh_stock(platform, "proxy_datacenter", "US", 1)
+    svc = await make_service(platform, account, parameters={"exit_pool": "proxy_datacenter"})
+    key, sid = await account.key(), str(svc.service_id)
+    subs = await add_subusers(client, key, sid, {"d": {"max_connections": 1}})
+    public, login, password = subs["d"]
+    target = f"127.0.0.1:{origin.port}"
+
+    async with (
+        running_node(platform, node_settings(["127.0.0.1"]), tmp_path) as a,
+        running_node(platform, node_settings(["127.0.0.1"]), tmp_path) as b,
+    ):
+        gw_a = ("127.0.0.1", a.gateway.gateway_port("http"))
+        socks_b = ("127.0.0.1", b.gateway.gateway_port("socks"))
+        # a tunnel open on node B holds the sub-user's one connection: node A refuses once it knows
+        rep, _, _, tunnel = await socks_connect(socks_b, "127.0.0.1", origin.port, login, password)
+        assert rep == 0
+
+        async def refused_on_a() -> bool:
+            status, _, w = await connect_tunnel(gw_a, target, basic(login, password))
+            w.close()
+            return status == 429
+
+        await eventually(refused_on_a, within=3.0)  # node_limits syncs every second
+        tunnel.close()
+
+        async def admitted_on_a() -> bool:
+            status, _, w = await connect_tunnel(gw_a, target, basic(login, password))
+            w.close()
+            return status == 200
+
+        await eventually(admitted_on_a, within=3.0)
+        # disabled through the API: both nodes refuse within a second
+        r = await client.patch(f"{API}/{sid}/subusers/{public}", json={"enabled": False}, headers=bearer(key))
+        assert r.status_code == 200, r.text
+
+        async def both_refuse() -> bool:
+            for gw in (gw_a, ("127.0.0.1", b.gateway.gateway_port("http"))):
+                status, _, body = await http_get(gw, f"http://{target}/x", basic(login, password))
+                if status != 407 or b"disabled" not in body:
+                    return False
+            return True
+
+        await eventually(both_refuse, within=1.0)
