@@ -119,7 +119,7 @@ async def main(url: str, n: int, profile: str | None = None) -> None:
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                 if prof is not None and profile:
                     with open(profile, "w") as out:
-                        out.write(prof.output_text(unicode=False, color=False, show_all=False))
+                        out.write(prof.output_text(unicode=False, color=False, show_all=bool(os.environ.get("PROFILE_ALL"))))
                 print(
                     f"{name}: CPU {cpu / n * 1000:.2f} ms, wall {wall / n * 1000:.2f} ms per request (n={n})"
                 )

@@ -1,6 +1,6 @@
 """Quotes and composite orders.
 
-A quote and an order with the same input price the same (`_quote` over the same price book). An order:
+Pricing is in quoting.py (a quote and an order with the same input price the same). An order:
 validate (422 before any charge: whitelist, minimum, countries) -> take the wallet part -> create the
 service (active when fully paid) -> allocate every IP in one set-based statement -> invoice, ledger entry,
 events; or, with a remainder, a pending service and a processor checkout for `amount_due_cents` that
@@ -10,12 +10,12 @@ transaction: an error anywhere rolls it all back. The statement count does not d
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import Table, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -25,15 +25,16 @@ from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.orders import context as order_context
+from proxyplane.domains.orders.quoting import Priced as Priced
+from proxyplane.domains.orders.quoting import SegmentError as SegmentError
+from proxyplane.domains.orders.quoting import check_whitelist as check_whitelist
+from proxyplane.domains.orders.quoting import price as price
+from proxyplane.domains.orders.quoting import quote_segments
 from proxyplane.domains.pricing import (
     PriceBook,
-    PricingError,
     Quote,
-    merge_segments,
     order_minimum,
-    quote_lines,
 )
-from proxyplane.domains.pricing.store import load_pricebook
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import allocate as alloc
 from proxyplane.domains.stock import service as stock
@@ -43,108 +44,10 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Deposit, Service, ServiceWhitelist, Wallet
 
 PLACE_SAVEPOINT = "order_place"
-
-
-@dataclass(frozen=True)
-class SegmentError:
-    country: str | None
-    requested: int
-    available: int
-    message: str
-    error: str = "unknown_country"  # or insufficient_stock, order_below_minimum
-    minimum_ips: int | None = None
-    minimum_monthly_cents: int | None = None
-    monthly_cents: int | None = None
-
-
-@dataclass(frozen=True)
-class Priced:
-    quote: Quote
-    errors: tuple[SegmentError, ...]
-    availability: dict[str, int]
-    included_connections_per_ip: int
-
-
-def _quote(book: PriceBook, segments: Sequence[tuple[str, int]], period_months: int, partner: int) -> Quote:
-    try:
-        merged = merge_segments([(c.strip().upper(), n) for c, n in segments])
-        return quote_lines(book, merged, period_months, partner)
-    except PricingError as exc:
-        field = "period_months" if "period" in str(exc) else "segments"
-        raise ValidationFailed(str(exc), field=field) from None
-
-
-async def price(
-    session: AsyncSession,
-    product_kind: str,
-    geo_source: str,
-    period_months: int,
-    segments: Sequence[tuple[str, int]],
-    partner_discount_percent: int = 0,
-    *,
-    book: PriceBook | None = None,
-) -> Priced:
-    """Price segments (merged per country, first appearance order) and list what cannot be fulfilled.
-    Raises ValidationFailed for an unknown kind / geo source / period or an empty or malformed list."""
-    stock.check_pool(product_kind, geo_source)
-    book = book or await load_pricebook(session, product_kind)
-    quote = _quote(book, segments, period_months, partner_discount_percent)
-    avail = await stock.availability(
-        session, product_kind, geo_source, {line.country: line.count for line in quote.lines}
-    )
-    errors = []
-    for seg in quote.lines:
-        have = avail.get(seg.country, 0)
-        if seg.country not in COUNTRIES:
-            errors.append(SegmentError(seg.country, seg.count, 0, f"unknown country code {seg.country!r}"))
-        elif have < seg.count:
-            errors.append(
-                SegmentError(
-                    seg.country,
-                    seg.count,
-                    have,
-                    f"only {have} {product_kind} IPs available in {seg.country} ({geo_source})",
-                    "insufficient_stock",
-                )
-            )
-    below = order_minimum(book, quote)
-    if below:
-        errors.append(
-            SegmentError(
-                None,
-                quote.ip_count,
-                0,
-                below.message,
-                "order_below_minimum",
-                below.minimum_ips,
-                below.minimum_monthly_cents,
-                below.monthly_cents,
-            )
-        )
-    return Priced(quote, tuple(errors), avail, book.included_connections_per_ip)
-
-
-def check_whitelist(ips: Sequence[str] | None) -> list[str]:
-    """Single IPv4 addresses only (no CIDR, no IPv6), at least one; normalised, de-duplicated."""
-    if not ips:
-        raise ValidationFailed("whitelist_ips must list at least one IPv4 address", field="whitelist_ips")
-    out: list[str] = []
-    for raw in ips:
-        text = raw.strip()
-        if "/" in text:
-            raise ValidationFailed(
-                f"whitelist entry {raw!r} is a subnet; only single IPv4 addresses are allowed",
-                field="whitelist_ips",
-            )
-        try:
-            addr = ipaddress.IPv4Address(text)
-        except ValueError:
-            raise ValidationFailed(
-                f"whitelist entry {raw!r} is not an IPv4 address", field="whitelist_ips"
-            ) from None
-        if str(addr) not in out:
-            out.append(str(addr))
-    return out
+# built once: statement objects reused on every order skip their construction and cache-key work
+_SAVEPOINT = text(f"SAVEPOINT {PLACE_SAVEPOINT}")
+_ROLLBACK_TO_SAVEPOINT = text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}")
+_INSERT_WHITELIST = insert(cast(Table, ServiceWhitelist.__table__))
 
 
 class OrderBelowMinimum(ValidationFailed):
@@ -237,9 +140,9 @@ def _settle(svc: Service, paid: int) -> None:
 async def _insert(session: AsyncSession, svc: Service, wl: Sequence[str]) -> None:
     session.add(svc)
     await session.flush()  # INSERT ... RETURNING number
+    now = utcnow()
     await session.execute(
-        insert(ServiceWhitelist),
-        [{"service_id": svc.service_id, "ip": ip, "created_at": utcnow()} for ip in wl],
+        _INSERT_WHITELIST, [{"service_id": svc.service_id, "ip": ip, "created_at": now} for ip in wl]
     )
 
 
@@ -304,13 +207,13 @@ async def place_order(
     stock.check_pool(product_kind, geo_source)
     ctx = await order_context.load(session, customer_id, product_kind, session.info.get(SPENDING_KEY))
     partner = ctx.partner_discount_percent if partner_discount_percent is None else partner_discount_percent
-    quote = _quote(ctx.book, segments, period_months, partner)
+    quote = quote_segments(ctx.book, segments, period_months, partner)
     _check_order(ctx.book, quote, product_kind, geo_source)
     lines = [(line.country, line.count) for line in quote.lines]
     total = quote.total_cents
     included = ctx.book.included_connections_per_ip
     if postgres:
-        await session.execute(text(f"SAVEPOINT {PLACE_SAVEPOINT}"))
+        await session.execute(_SAVEPOINT)
     taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
     password = (
         services.new_password()
@@ -323,7 +226,7 @@ async def place_order(
     if missing and postgres:
         # rows with room held by concurrent orders (or no stock): start again from the savepoint, this
         # time stock first (waiting in id order), then the wallet, so no two orders wait in a cycle
-        await session.execute(text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}"))
+        await session.execute(_ROLLBACK_TO_SAVEPOINT)
         session.expunge(svc)
         await services.expire_due(session)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
