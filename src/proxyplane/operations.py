@@ -20,6 +20,7 @@ from proxyplane.domains.proxy import sticky_ops as _sticky  # noqa: F401
 from proxyplane.domains.renewals import ops as _renewals  # noqa: F401
 from proxyplane.domains.services import ops as _services  # noqa: F401
 from proxyplane.domains.stock import operator_ops as _operator_stock  # noqa: F401
+from proxyplane.domains.stock import prefix_ops as _prefix_ops  # noqa: F401  (IPv6: issue 16)
 from proxyplane.domains.subusers import ops as _subusers  # noqa: F401
 from proxyplane.domains.tickets import operator_ops as _operator_tickets  # noqa: F401
 from proxyplane.domains.tickets import ops as _tickets  # noqa: F401

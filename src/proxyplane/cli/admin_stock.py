@@ -103,6 +103,39 @@ def stock_show(pool: str | None, geo_source: str) -> None:
     echo_json(operator_call("operator_stock_show", pool=pool, geo_source=geo_source))
 
 
+@stock_group.command("add-prefix")
+@click.option("--prefix", required=True, help="a routed IPv6 prefix, e.g. 2001:db8::/48")
+@click.option("--country", required=True, help="country per MaxMind")
+@click.option("--ripe-country", default=None, help="country per RIPE (default: the same)")
+@click.option(
+    "--subnet-len", type=int, default=64, help="split size: one subnet of this length per unit sold"
+)
+def stock_add_prefix(prefix: str, country: str, ripe_country: str | None, subnet_len: int) -> None:
+    """Add an IPv6 prefix to the proxy_ipv6 pool (sold per subnet, a /64 by default; issue 16)."""
+    echo_json(
+        operator_call(
+            "operator_stock_add_prefix",
+            prefix=prefix,
+            country=country,
+            ripe_country=ripe_country,
+            subnet_len=subnet_len,
+        )
+    )
+
+
+@stock_group.command("prefixes")
+def stock_prefixes() -> None:
+    """IPv6 prefixes with their subnets: total, used (live services) and free."""
+    echo_json(operator_call("operator_stock_prefixes"))
+
+
+@stock_group.command("retire-prefix")
+@click.argument("prefix")
+def stock_retire_prefix(prefix: str) -> None:
+    """Stop selling an IPv6 prefix (services holding subnets of it keep them)."""
+    echo_json(operator_call("operator_stock_retire_prefix", prefix=prefix))
+
+
 @stock_group.command("seed-demo")
 def stock_seed_demo() -> None:
     """Add the demo loopback stock and catalog products (idempotent)."""

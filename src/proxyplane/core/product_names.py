@@ -9,6 +9,7 @@ PRODUCT_NAMES = {
     "proxy_isp": "ISP proxies (static residential)",
     "proxy_personal": "Personal proxies",
     "proxy_rotating": "Rotating proxies",
+    "proxy_ipv6": "IPv6 proxies",
 }
 
 
@@ -26,6 +27,7 @@ IP_NOUNS = {
     "proxy_isp": "ISP",
     "proxy_personal": "personal",
     "proxy_rotating": "rotating",
+    "proxy_ipv6": "IPv6",
 }
 _KIND = re.compile(r"\b(?:" + "|".join(PRODUCT_NAMES) + r")\b")
 

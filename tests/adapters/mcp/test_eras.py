@@ -27,3 +27,20 @@ async def test_list_quote_and_scope_refusal_in_each_era(app: FastAPI, account: A
     assert quote.is_error is False, text(quote)
     assert quote.structured_content is not None and quote.structured_content["total_cents"] > 0
     assert refused.is_error is True and text(refused).startswith("missing_scope: ")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_tool_subsets_by_group_and_by_granted_scopes(app: FastAPI, account: Account, mode: str) -> None:
+    key = await account.key({"usage:read", "services:read"})
+    async with mcp_client(app, key, mode=mode, query="?tools=usage,proxy") as client:
+        grouped = {t.name: t for t in (await client.list_tools()).tools}
+        outside = await client.call_tool("get_balance", {})
+    async with mcp_client(app, key, mode=mode, query="?tools=usage,wallet&scopes=granted") as client:
+        granted = {t.name for t in (await client.list_tools()).tools}
+    groups = {g for t in grouped.values() for g in (t.meta or {})["proxyplane/groups"]}
+    assert "get_service_usage" in grouped and "get_proxy_auth" in grouped and "get_balance" not in grouped
+    assert groups >= {"usage", "proxy"} and all(
+        {"usage", "proxy"} & set((t.meta or {})["proxyplane/groups"]) for t in grouped.values()
+    )
+    assert outside.is_error is True and text(outside).startswith("tool_not_in_subset: get_balance")
+    assert "get_service_usage" in granted and not {"get_balance", "init_deposit"} & granted

@@ -15,7 +15,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools
+from proxyplane.adapters.mcp.subsets import ToolSubset
+from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, served_operations
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
 from proxyplane.domains.oauth.service import authenticate_token
@@ -32,14 +33,17 @@ INSTRUCTIONS = (
 
 
 def build_server(platform: Platform, registry: dict[str, Operation] | None = None) -> MCPServer[Any]:
-    """A fresh server with one tool per registry operation (its session manager runs once)."""
+    """A fresh server with one tool per registry operation (its session manager runs once); `?tools=`
+    and `?scopes=granted` pick a subset per request (subsets.py)."""
+    ops = REGISTRY if registry is None else registry
     return MCPServer(
         "proxyplane",
         title="ProxyPlane",
         instructions=INSTRUCTIONS,
         version="0.1.0",
-        tools=build_tools(platform, REGISTRY if registry is None else registry),
+        tools=build_tools(platform, ops),
         log_level="WARNING",
+        middleware=[ToolSubset(served_operations(ops))],
     )
 
 

@@ -346,7 +346,12 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         is_async=True,
         context_kwarg=CONTEXT_KWARG,
         annotations=tool_annotations(op),
-        meta={"proxyplane/scopes": sorted(op.scopes), "proxyplane/effect": op.effect.value},
+        meta={
+            "proxyplane/scopes": sorted(op.scopes),
+            "proxyplane/effect": op.effect.value,
+            "proxyplane/spends_money": spends_money(op),  # the fourth label next to the three hints
+            "proxyplane/groups": list(op.tags),
+        },
     )
 
 

@@ -20,6 +20,7 @@ KIND_NAMES = {
     "proxy_datacenter": "Datacenter",
     "proxy_isp": "ISP (static residential)",
     "proxy_personal": "Personal",
+    "proxy_ipv6": "IPv6 (a /64 per unit)",
 }
 GEO_SOURCES = {"maxmind": "MaxMind", "ripe": "RIPE"}
 TERMS = [1, 3, 6, 12]

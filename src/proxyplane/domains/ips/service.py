@@ -26,11 +26,13 @@ from proxyplane.domains.pricing import refresh_price_cents as refresh_price
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
+from proxyplane.domains.stock import subnets
 from proxyplane.domains.stock.countries import COUNTRIES
+from proxyplane.domains.stock.service import SOLD_KINDS
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service, ServiceIp, StockIp
 from proxyplane.storage.models.billing import ServiceRefresh
-from proxyplane.storage.models.stock import POOL_KINDS
+from proxyplane.storage.models.prefixes import IPV6_KIND
 
 
 def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
@@ -39,7 +41,7 @@ def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
 
 async def book_for(session: AsyncSession, svc: Service) -> PriceBook:
     book = (await load_pricebooks(session)).get(svc.product_kind)
-    if book is None or svc.product_kind not in POOL_KINDS:
+    if book is None or svc.product_kind not in SOLD_KINDS:
         raise ValidationFailed(
             f"{svc.product_kind} services have no IP list to grow or refresh", field="service_id"
         )
@@ -59,7 +61,10 @@ async def held_ip_ids(session: AsyncSession, service_id: uuid.UUID) -> set[int]:
 
 
 async def available(session: AsyncSession, svc: Service, held: set[int]) -> dict[str, int]:
-    """{country: IPs this service could still get} (free capacity, not held by it)."""
+    """{country: IPs this service could still get} (free capacity, not held by it). IPv6: free subnets
+    (the allocation skips the ones the service holds or held)."""
+    if svc.product_kind == IPV6_KIND:
+        return await subnets.availability(session, svc.geo_source)
     col = _country_col(svc.geo_source)
     q = (
         select(col, func.count())
@@ -358,7 +363,10 @@ async def refresh(
     new_rows = await allocate(
         session, svc, sorted(counts.items()), await held_ip_ids(session, svc.service_id), postgres=postgres
     )
-    await release_rows(session, old, now)
+    if svc.product_kind == IPV6_KIND:  # old subnets go back to the prefix (reused before its cursor moves)
+        await subnets.release(session, svc.service_id, {o.address for o in old})
+    else:
+        await release_rows(session, old, now)
     pool: dict[str, list[stock.Allocated]] = {}
     for row in new_rows:
         pool.setdefault(row.country, []).append(row)

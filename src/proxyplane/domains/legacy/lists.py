@@ -23,12 +23,14 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.rotating_gateway import rotating_gateway, static_ports
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy.handlers import owned_service
+from proxyplane.domains.legacy.subnet_lists import unserved_subnets
 from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND
 from proxyplane.domains.services import service as services
 from proxyplane.domains.usage import service as usage
 from proxyplane.gateway.local_ips import inactive_by_prefixes
 from proxyplane.ops import LEGACY, Context, Effect, Operation
 from proxyplane.storage.models import ServiceIp, StockIp
+from proxyplane.storage.models.prefixes import IPV6_KIND
 
 TYPES = ("http-ip", "socks-ip", "http-auth", "ppr-http", "ppr-socks")
 FORMATS = ("csv", "txt", "json")
@@ -50,6 +52,8 @@ class Entry(BaseModel):
     auth_last: bool = False  # http-auth: `ip:port@login:password`
 
     def line(self) -> str:
+        if not self.port:  # an IPv6 service's subnet (CIDR) alone
+            return self.host
         if self.auth_last and self.login:
             return f"{self.host}:{self.port}@{self.login}:{self.password}"
         auth = f"{self.login}:{self.password}@" if self.login else ""
@@ -60,12 +64,17 @@ async def ip_list(ctx: Context, ref: ListRef) -> list[Entry] | None:
     """The entries, [] when the service is not active; None when the type does not fit the service."""
     svc = await owned_service(ctx, ref.id)
     rotating = svc.product_kind == ROTATING
-    if ref.typel.startswith("ppr-") != rotating:
+    ipv6 = svc.product_kind == IPV6_KIND  # both kinds of types: subnet_lists.py
+    if not ipv6 and ref.typel.startswith("ppr-") != rotating:
         return None
     if not services.is_served(svc):
         return []
+    if ipv6 and not ref.typel.startswith("ppr-"):
+        return [
+            Entry(host=ip.address, port=0) for ip in await services.service_ips(ctx.session, svc.service_id)
+        ]
     login, password = svc.login, services.reveal_password(ctx.platform.secrets, svc)
-    if rotating:  # the configured gateway (as v1 proxy/config), never a copy stored with the product
+    if rotating or ipv6:  # the configured gateway (as v1 proxy/config), never a copy stored with the product
         rgw = rotating_gateway()
         if ref.typel == "ppr-http":
             port, scheme = rgw.http_port, ""
@@ -94,7 +103,7 @@ def as_txt(entries: list[Entry]) -> str:
 def as_csv(entries: list[Entry]) -> str:
     rows = []
     for e in entries:
-        cells = [e.host, str(e.port)] + ([e.login, e.password] if e.login else [])
+        cells = [e.host] + ([str(e.port)] if e.port else []) + ([e.login, e.password] if e.login else [])
         rows.append(",".join(cells) + "\r\n")
     return "".join(rows)
 
@@ -114,6 +123,8 @@ async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
     svc = await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
     if svc.product_kind == ROTATING:
         return []
+    if svc.product_kind == IPV6_KIND:
+        return await unserved_subnets(ctx.session, svc, services.is_served(svc))
     held = await services.service_ips(ctx.session, svc.service_id)
     if not services.is_served(svc):
         return [ip.address for ip in held]

@@ -22,6 +22,7 @@ GROUPS: dict[str, tuple[int, str]] = {
     "proxy_isp": (2, "ISP proxies"),
     "proxy_personal": (3, "Dedicated proxies"),
     "proxy_rotating": (4, "Rotating proxies"),
+    "proxy_ipv6": (5, "IPv6 proxies"),
 }
 MAX_COMPOSITE_IPS = 1000
 

@@ -18,9 +18,10 @@ from proxyplane.domains.services.schemas import ServiceOut, service_out
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.autoplan import AutoPlanError, InsufficientStock, auto_plan
 from proxyplane.domains.stock.countries import country_name, numeric_id
+from proxyplane.domains.stock.service import SOLD_KINDS
 from proxyplane.domains.wallet.deposits import on_deposit_settled
 from proxyplane.ops import Auth, Context, Effect, Operation, register
-from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
+from proxyplane.storage.models.stock import GEO_SOURCES
 
 on_deposit_settled(orders.settle_order_deposit)
 
@@ -29,13 +30,13 @@ on_deposit_settled(orders.settle_order_deposit)
 
 
 GEO_ENUM = documented(enum=list(GEO_SOURCES))
-KIND_ENUM = documented(enum=list(POOL_KINDS))
+KIND_ENUM = documented(enum=list(SOLD_KINDS))
 
 
 class CountriesQuery(BaseModel):
     product_kind: str = Field(
         default="proxy_datacenter",
-        description="proxy_datacenter, proxy_isp, proxy_personal",
+        description="proxy_datacenter, proxy_isp, proxy_personal, proxy_ipv6 (counts: free /64 subnets)",
         json_schema_extra=KIND_ENUM,
     )
     geo_source: str = Field(default="maxmind", description="maxmind or ripe", json_schema_extra=GEO_ENUM)
@@ -131,7 +132,8 @@ async def post_auto_plan(ctx: Context, data: AutoPlanIn) -> AutoPlanOut:
 class QuoteIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     product_kind: str = Field(
-        description="proxy_datacenter, proxy_isp or proxy_personal", json_schema_extra=KIND_ENUM
+        description="proxy_datacenter, proxy_isp, proxy_personal or proxy_ipv6 (ip_count: /64 subnets)",
+        json_schema_extra=KIND_ENUM,
     )
     period_months: int = Field(description="1, 3, 6 or 12", json_schema_extra=documented(enum=[1, 3, 6, 12]))
     segments: list[SegmentIn] = Field(min_length=1, max_length=300)

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PRODUCT_KINDS: tuple[str, ...] = ("proxy_datacenter", "proxy_isp", "proxy_personal")
+# proxy_ipv6: priced per subnet (a /64 by default) of a routed prefix; "IPs" of its quotes are subnets
+PRODUCT_KINDS: tuple[str, ...] = ("proxy_datacenter", "proxy_isp", "proxy_personal", "proxy_ipv6")
 ADDON_KINDS: tuple[str, ...] = ("udp", "extra_whitelist_slots", "extra_connections")
 ADDON_PER: tuple[str, ...] = ("ip", "unit")
 
@@ -316,6 +317,16 @@ DEFAULT_PRICEBOOKS: dict[str, PriceBook] = {
         udp_per_ip=30,
         slot=50,
         connections_per_100=200,
+        refresh=50,
+    ),
+    # per /64 a month (IPv6 from routed prefixes, issue 16): under the IPv4 floors, as the market sells
+    "proxy_ipv6": _book(
+        "proxy_ipv6",
+        (100, 90, 80, 70, 60),
+        connections=200,
+        udp_per_ip=10,
+        slot=50,
+        connections_per_100=100,
         refresh=50,
     ),
 }

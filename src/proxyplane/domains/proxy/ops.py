@@ -23,7 +23,7 @@ class ServiceRef(BaseModel):
 
 
 class EndpointOut(BaseModel):
-    ip: str
+    ip: str = Field(description="the exit IPv4 address; IPv6 services: the subnet (CIDR) exits come from")
     country: str
     http: str = Field(description="ip:port of the HTTP proxy (absolute-form requests and CONNECT)")
     https: str | None = Field(description="ip:port of HTTP proxy over TLS (null when not served)")
@@ -132,6 +132,22 @@ async def proxy_ips(ctx: Context, data: ServiceRef) -> IpsOut:
     svc = await owned(ctx, data.service_id)
     gw = GatewaySettings()
     ips = [] if proxy.is_rotating(svc) else await services.service_ips(ctx.session, svc.service_id)
+    if svc.product_kind == "proxy_ipv6":  # one entry per subnet, all on the IPv4 rotating endpoint
+        rot = rotating_gateway()
+        return IpsOut(
+            service_id=svc.service_id,
+            product_kind=svc.product_kind,
+            endpoints=[
+                EndpointOut(
+                    ip=i.address,
+                    country=i.country,
+                    http=f"{rot.host}:{rot.http_port}",
+                    https=f"{rot.host}:{rot.https_port}" if rot.https_port is not None else None,
+                    socks5=f"{rot.host}:{rot.socks5_port}",
+                )
+                for i in ips
+            ],
+        )
     return IpsOut(
         service_id=svc.service_id,
         product_kind=svc.product_kind,

@@ -22,8 +22,10 @@ from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.addons import service as addons
 from proxyplane.domains.services import service as services
+from proxyplane.domains.stock import subnets
 from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
+from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 
 API_WRITER = "api"
@@ -40,8 +42,13 @@ def is_rotating(svc: Service) -> bool:
     return svc.product_kind == "proxy_rotating"
 
 
+def has_session_modes(svc: Service) -> bool:
+    """Rotating services and IPv6 services (served from the rotating endpoint, issue 16)."""
+    return svc.product_kind in ("proxy_rotating", IPV6_KIND)
+
+
 def require_rotating(svc: Service) -> None:
-    if not is_rotating(svc):
+    if not has_session_modes(svc):
         raise Conflict(
             f"service {svc.service_id} is a static ({svc.product_kind}) service; session modes "
             "and sticky sessions belong to rotating services"
@@ -199,7 +206,10 @@ async def set_mode(session: AsyncSession, svc: Service, mode: str, pin: str | No
             raise ValidationFailed(
                 "pin (an exit IP of the service's pool) is required for pinned", field="pin"
             )
-        if pin not in await exit_pool(session, svc):
+        if svc.product_kind == IPV6_KIND:  # an address inside one of the service's subnets
+            held = [s.subnet for s in await subnets.live_subnets(session, svc.service_id)]
+            pin = subnets.check_in_subnets(pin, held)
+        elif pin not in await exit_pool(session, svc):
             raise ValidationFailed(f"{pin} is not an exit IP of this service", field="pin")
     elif pin is not None:
         raise ValidationFailed("pin is only allowed with mode pinned", field="pin")

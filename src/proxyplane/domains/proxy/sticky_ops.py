@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxyplane.core.bounds import IPV4, documented
+from proxyplane.core.bounds import documented
 from proxyplane.core.errors import Conflict, declares
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.proxy.ops import BASE, READ, WRITE, ServiceRef, owned
@@ -47,7 +47,10 @@ class ModeIn(BaseModel):
     service_id: uuid.UUID
     mode: Literal["rotating", "sticky", "pinned"]
     pin: str | None = Field(
-        default=None, description="exit IP; required for pinned, refused otherwise", json_schema_extra=IPV4
+        default=None,
+        description="exit IP (IPv6 services: an address inside the service's subnet); required for pinned, "
+        "refused otherwise",
+        json_schema_extra=documented(maxLength=45),
     )
 
 

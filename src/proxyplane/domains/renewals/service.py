@@ -204,7 +204,7 @@ async def end_service(session: AsyncSession, svc: Service, from_status: str, now
     )
     if moved.rowcount != 1:  # type: ignore[attr-defined]
         return False
-    await stock.release(session, svc.service_id)
+    await stock.release(session, svc.service_id, svc.product_kind)
     await addons.cancel_all(session, svc.service_id, now, refund=False)
     await session.refresh(svc)
     reason = "terminated_after_grace" if from_status == "suspended" else "term_ended"

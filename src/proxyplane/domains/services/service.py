@@ -35,6 +35,7 @@ from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage import paging
 from proxyplane.storage.models import LedgerEntry, Service, ServiceIp, ServiceWhitelist
+from proxyplane.storage.models.prefixes import ServiceSubnet
 
 SERVED_STATUSES = ("active",)
 PERIODS = (1, 3, 6, 12)
@@ -166,13 +167,42 @@ async def list_for_customer(
 
 
 async def service_ips(session: AsyncSession, service_id: uuid.UUID) -> list[ServiceIp]:
-    """Live IP allocations (address, port, country) of a service, in allocation order."""
+    """Live IP allocations (address, port, country) of a service, in allocation order. A service with no
+    IP rows may hold IPv6 subnets (issue 16): those come back as unsaved ServiceIp rows whose address is
+    the subnet (CIDR) and ip_id the prefix id."""
     rows = await session.execute(
         select(ServiceIp)
         .where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
         .order_by(ServiceIp.id)
     )
-    return list(rows.scalars())
+    found = list(rows.scalars())
+    if found:
+        return found
+    return (await subnet_rows(session, [service_id])).get(service_id, [])
+
+
+async def subnet_rows(
+    session: AsyncSession, service_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[ServiceIp]]:
+    """Live IPv6 subnets of services as unsaved ServiceIp rows (address = the subnet CIDR), one statement."""
+    out: dict[uuid.UUID, list[ServiceIp]] = {}
+    rows = await session.execute(
+        select(ServiceSubnet)
+        .where(ServiceSubnet.service_id.in_(service_ids), ServiceSubnet.released_at.is_(None))
+        .order_by(ServiceSubnet.id)
+    )
+    for sub in rows.scalars():
+        out.setdefault(sub.service_id, []).append(
+            ServiceIp(
+                service_id=sub.service_id,
+                ip_id=sub.prefix_id,
+                address=sub.subnet,
+                port=None,
+                country=sub.country,
+                allocated_at=sub.allocated_at,
+            )
+        )
+    return out
 
 
 async def page_details(
@@ -191,6 +221,9 @@ async def page_details(
     )
     for ip in rows.scalars():
         ips[ip.service_id].append(ip)
+    empty = [sid for sid, held in ips.items() if not held]
+    if empty:  # IPv6 services hold subnets (issue 16)
+        ips.update(await subnet_rows(session, empty))
     listed = await session.execute(
         select(ServiceWhitelist.service_id, ServiceWhitelist.ip)
         .where(ServiceWhitelist.service_id.in_(service_ids))
@@ -337,7 +370,7 @@ async def cancel(session: AsyncSession, service: Service, now: datetime | None =
             f"Refund of unused time, service #{service.number}",
             service_id=service.service_id,
         )
-    await stock.release(session, service.service_id)
+    await stock.release(session, service.service_id, service.product_kind)
     await service_events.service_event(session, service, "service.cancelled", refund_cents=refund)
     return refund
 
@@ -368,7 +401,7 @@ async def expire_due(session: AsyncSession, now: datetime | None = None) -> list
             .execution_options(synchronize_session=False)
         )
         if moved.rowcount == 1:  # type: ignore[attr-defined]
-            await stock.release(session, svc.service_id)
+            await stock.release(session, svc.service_id, svc.product_kind)
             await session.refresh(svc)
             await service_events.service_event(session, svc, "service.expired")
             ids.append(svc.service_id)

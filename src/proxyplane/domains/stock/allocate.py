@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.models import ServiceIp
+from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.types import UTCDateTime
 
 SAVEPOINT = "stock_take"
@@ -85,6 +86,10 @@ async def take(
     wanted = [(c, n) for c, n in segments if n > 0]
     if not wanted:
         return []
+    if product_kind == IPV6_KIND:  # subnets of routed prefixes (issue 16), not rows of stock_ips
+        from proxyplane.domains.stock import subnets
+
+        return await subnets.take(session, service_id, geo_source, wanted, postgres=postgres, now=now)
     col = _country_column(geo_source)
     picks, params = _pick_sql(wanted, col, postgres, wait, bool(exclude))
     now = now or utcnow()

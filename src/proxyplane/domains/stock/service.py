@@ -22,10 +22,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
+from proxyplane.domains.stock import subnets
 from proxyplane.domains.stock.allocate import SAVEPOINT, Allocated, shortfall, take, take_waiting
 from proxyplane.domains.stock.countries import normalize_country
 from proxyplane.storage.models import ServiceIp, StockIp
+from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
+
+SOLD_KINDS: tuple[str, ...] = (*POOL_KINDS, IPV6_KIND)  # sold per IP, or per subnet (IPv6, issue 16)
 
 # default sharing: how many services may use one IP of each pool
 DEFAULT_CAPACITY: dict[str, int] = {"proxy_datacenter": 5, "proxy_isp": 3, "proxy_personal": 1}
@@ -36,9 +40,9 @@ class OutOfStock(ValidationFailed):
 
 
 def check_pool(product_kind: str, geo_source: str = "maxmind") -> None:
-    if product_kind not in POOL_KINDS:
+    if product_kind not in SOLD_KINDS:
         raise ValidationFailed(
-            f"unknown product_kind {product_kind!r}; expected one of {', '.join(POOL_KINDS)}",
+            f"unknown product_kind {product_kind!r}; expected one of {', '.join(SOLD_KINDS)}",
             field="product_kind",
         )
     if geo_source not in GEO_SOURCES:
@@ -64,7 +68,10 @@ async def availability(
     `countries` as {country: needed}: each count is capped at `needed` (at least 1), one statement of
     per-country `count` over a LIMIT subquery on the allocation index: what a quote needs ("are there
     `needed`?", and the exact shortfall when not) costs O(needed), not O(the country's stock). Allocation
-    stays the authority at order time (allocate never oversells, whatever a quote saw)."""
+    stays the authority at order time (allocate never oversells, whatever a quote saw). IPv6: free
+    subnets of the prefixes on sale (domains/stock/subnets.py)."""
+    if product_kind == IPV6_KIND:
+        return await subnets.availability(session, geo_source, countries)
     col = _country_col(geo_source)
     free = (
         StockIp.product_kind == product_kind,
@@ -108,6 +115,8 @@ async def allocate(
     everything, including any increments already made). The one allocator: orders, catalog purchases,
     added IPs and refreshes all take IPs here (see allocate.py: one statement in the common case)."""
     await session.flush()  # the service row the allocations point at
+    if product_kind == IPV6_KIND:
+        return await take_subnets(session, service_id, geo_source, segments, postgres=postgres)
     excl = frozenset(exclude or ())
     if postgres:
         await session.execute(text(f"SAVEPOINT {SAVEPOINT}"))
@@ -136,8 +145,34 @@ async def allocate(
     return got
 
 
-async def release(session: AsyncSession, service_id: uuid.UUID) -> int:
-    """Free every live IP of a service (idempotent), in two statements. Returns how many were freed."""
+async def take_subnets(
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    geo_source: str,
+    segments: Sequence[tuple[str, int]],
+    *,
+    postgres: bool,
+) -> list[Allocated]:
+    """IPv6: `count` subnets per (country, count), never one the service holds or held, or OutOfStock."""
+    held = await subnets.held_subnets(session, service_id)
+    got = await subnets.take(session, service_id, geo_source, segments, postgres=postgres, exclude=held)
+    missing = shortfall(segments, got)
+    if missing:
+        country, count = missing[0]
+        raise OutOfStock(
+            f"not enough {IPV6_KIND} subnets in stock in {country} ({geo_source}): {count} more needed",
+            country=country,
+        )
+    return got
+
+
+async def release(session: AsyncSession, service_id: uuid.UUID, product_kind: str | None = None) -> int:
+    """Free every live IP of a service (idempotent), in two statements. Returns how many were freed.
+    An IPv6 service (`product_kind` proxy_ipv6, or None: not known here) releases its subnets too."""
+    if product_kind == IPV6_KIND:
+        return await subnets.release(session, service_id)
+    if product_kind is None:
+        await subnets.release(session, service_id)
     live = select(ServiceIp.ip_id).where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
     await session.execute(
         update(StockIp)

@@ -1,0 +1,298 @@
+"""IPv6 stock from routed prefixes (issue 16): import a prefix, count free subnets, allocate and release.
+
+A prefix (`stock_prefixes`) is split into subnets of `subnet_len` bits, numbered from 0; subnets are handed
+out in index order by the cursor `next_index`, so a /48 of 65,536 /64s is one row until subnets are sold,
+and then one `service_subnets` row per ALLOCATED subnet (never a row per address). A released subnet (its
+service cancelled, expired or refreshed) is handed out again before the cursor advances.
+
+Allocation locks the candidate prefixes of the order's countries first (PostgreSQL: `SELECT ... FOR UPDATE`
+in id order, so concurrent IPv6 orders of one country queue briefly and never lock in a cycle; SQLite: one
+writer), then reuses released subnets and advances the cursor with a guarded `UPDATE ... WHERE next_index
+= :seen`. The partial unique index on live subnets backs it up: no subnet is ever live for two services.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import ValidationFailed
+from proxyplane.domains.stock.allocate import Allocated
+from proxyplane.domains.stock.countries import normalize_country
+from proxyplane.storage.models.prefixes import IPV6_KIND, ServiceSubnet, StockPrefix
+
+MAX_PREFIX_LEN = 64  # a prefix smaller than a /64 is no pool for per-service /64s
+
+
+def parse_prefix(text: str, subnet_len: int) -> ipaddress.IPv6Network:
+    """A routed IPv6 prefix, normalised (host bits must be zero), split into `subnet_len` subnets."""
+    try:
+        net = ipaddress.IPv6Network(text.strip(), strict=True)
+    except ValueError as exc:
+        raise ValueError(f"not an IPv6 prefix (CIDR with zero host bits): {text!r}: {exc}") from None
+    if net.prefixlen > MAX_PREFIX_LEN:
+        raise ValueError(f"a prefix must be a /{MAX_PREFIX_LEN} or larger, got /{net.prefixlen}")
+    if not net.prefixlen < subnet_len <= 128:
+        raise ValueError(f"subnet length must be longer than the prefix (/{net.prefixlen}) and at most 128")
+    return net
+
+
+def subnet_count(prefix: str, subnet_len: int) -> int:
+    return 1 << (subnet_len - ipaddress.IPv6Network(prefix).prefixlen)
+
+
+def subnet_at(prefix: str, subnet_len: int, index: int) -> str:
+    """The `index`-th subnet of `prefix` (normalised CIDR)."""
+    net = ipaddress.IPv6Network(prefix)
+    base = int(net.network_address) + (index << (128 - subnet_len))
+    return str(ipaddress.IPv6Network((base, subnet_len)))
+
+
+@dataclass(frozen=True)
+class PrefixRow:
+    prefix: str
+    subnet_len: int
+    country_maxmind: str
+    country_ripe: str
+    subnets: int
+    used: int
+    free: int
+    retired: bool
+
+
+async def add_prefix(
+    session: AsyncSession, prefix: str, country_maxmind: str, country_ripe: str, subnet_len: int = 64
+) -> tuple[StockPrefix, bool]:
+    """Add a routed prefix to the IPv6 pool; (row, added). An existing prefix is left as it is (added
+    False) unless it was retired with nothing handed out, in which case it is re-added with these values.
+    A prefix overlapping another one on sale is refused."""
+    net = parse_prefix(prefix, subnet_len)
+    mm, ripe = normalize_country(country_maxmind), normalize_country(country_ripe)
+    rows = (await session.execute(select(StockPrefix))).scalars().all()
+    for row in rows:
+        other = ipaddress.IPv6Network(row.prefix)
+        if other == net:
+            if row.retired_at is not None and row.next_index == 0:
+                row.retired_at, row.subnet_len = None, subnet_len
+                row.country_maxmind, row.country_ripe = mm, ripe
+                await session.flush()
+                return row, True
+            return row, False
+        if row.retired_at is None and other.overlaps(net):
+            raise ValueError(f"{net} overlaps {other}, already in stock")
+    row = StockPrefix(
+        product_kind=IPV6_KIND,
+        prefix=str(net),
+        subnet_len=subnet_len,
+        country_maxmind=mm,
+        country_ripe=ripe,
+        next_index=0,
+    )
+    session.add(row)
+    await session.flush()
+    return row, True
+
+
+async def retire_prefix(session: AsyncSession, prefix: str) -> bool:
+    """Stop selling a prefix (services holding subnets of it keep them). Idempotent."""
+    net = str(ipaddress.IPv6Network(prefix.strip(), strict=False))
+    done = await session.execute(
+        update(StockPrefix)
+        .where(StockPrefix.prefix == net, StockPrefix.retired_at.is_(None))
+        .values(retired_at=utcnow())
+    )
+    return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def _reusable():  # type: ignore[no-untyped-def]
+    """Released subnets no live service holds (DISTINCT subnet, prefix_id)."""
+    live = aliased(ServiceSubnet)
+    return (
+        select(ServiceSubnet.prefix_id, ServiceSubnet.subnet)
+        .where(
+            ServiceSubnet.released_at.is_not(None),
+            ~select(live.id).where(live.subnet == ServiceSubnet.subnet, live.released_at.is_(None)).exists(),
+        )
+        .distinct()
+    )
+
+
+async def list_prefixes(session: AsyncSession) -> list[PrefixRow]:
+    """Every prefix with its subnets, used (live) and free (never handed out + released and free)."""
+    prefixes = (await session.execute(select(StockPrefix).order_by(StockPrefix.id))).scalars().all()
+    live = dict(
+        (
+            await session.execute(
+                select(ServiceSubnet.prefix_id, func.count())
+                .where(ServiceSubnet.released_at.is_(None))
+                .group_by(ServiceSubnet.prefix_id)
+            )
+        ).all()
+    )
+    reuse_q = _reusable().subquery()
+    reuse: dict[int, int] = dict(
+        (await session.execute(select(reuse_q.c.prefix_id, func.count()).group_by(reuse_q.c.prefix_id))).all()
+    )
+    out = []
+    for p in prefixes:
+        total = subnet_count(p.prefix, p.subnet_len)
+        free = total - p.next_index + int(reuse.get(p.id, 0))
+        out.append(
+            PrefixRow(
+                p.prefix,
+                p.subnet_len,
+                p.country_maxmind,
+                p.country_ripe,
+                total,
+                int(live.get(p.id, 0)),
+                free,
+                p.retired_at is not None,
+            )
+        )
+    return out
+
+
+def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
+    return StockPrefix.country_ripe if geo_source == "ripe" else StockPrefix.country_maxmind
+
+
+async def availability(
+    session: AsyncSession, geo_source: str, countries: Collection[str] | Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """{country: free subnets} of the prefixes on sale (never-handed-out + released and free)."""
+    col = _country_col(geo_source)
+    q = select(StockPrefix.id, StockPrefix.prefix, StockPrefix.subnet_len, StockPrefix.next_index, col).where(
+        StockPrefix.product_kind == IPV6_KIND, StockPrefix.retired_at.is_(None)
+    )
+    if countries is not None:
+        q = q.where(col.in_(sorted(set(countries))))
+    prefixes = (await session.execute(q)).all()
+    if not prefixes:
+        return {}
+    reuse_q = _reusable().where(ServiceSubnet.prefix_id.in_([p[0] for p in prefixes])).subquery()
+    reuse: dict[int, int] = dict(
+        (await session.execute(select(reuse_q.c.prefix_id, func.count()).group_by(reuse_q.c.prefix_id))).all()
+    )
+    out: dict[str, int] = {}
+    for pid, prefix, subnet_len, next_index, country in prefixes:
+        free = subnet_count(prefix, subnet_len) - int(next_index) + int(reuse.get(pid, 0))
+        if free > 0:
+            out[country] = out.get(country, 0) + free
+    return out
+
+
+async def take(
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    geo_source: str,
+    segments: Sequence[tuple[str, int]],
+    *,
+    postgres: bool,
+    exclude: Collection[str] = (),
+    now: datetime | None = None,
+) -> list[Allocated]:
+    """Take `count` subnets per (country, count) for the service (never one of `exclude`: subnets it
+    holds or held), released ones first, then from the cursor. May return fewer (the caller decides).
+    Returned as Allocated(ip_id = the prefix id, address = the subnet CIDR, port None, country)."""
+    wanted = {c: n for c, n in segments if n > 0}
+    if not wanted:
+        return []
+    await session.flush()  # the service row the subnets point at
+    col = _country_col(geo_source)
+    q = (
+        select(StockPrefix.id, StockPrefix.prefix, StockPrefix.subnet_len, StockPrefix.next_index, col)
+        .where(
+            StockPrefix.product_kind == IPV6_KIND,
+            StockPrefix.retired_at.is_(None),
+            col.in_(sorted(wanted)),
+        )
+        .order_by(StockPrefix.id)
+    )
+    if postgres:
+        q = q.with_for_update()
+    prefixes = (await session.execute(q)).all()
+    now = now or utcnow()
+    rows: list[dict[str, object]] = []
+    ids = [p[0] for p in prefixes]
+    country_of = {p[0]: p[4] for p in prefixes}
+    if ids:  # released subnets first (the prefixes are locked: nobody else reuses them meanwhile)
+        reuse = _reusable().where(ServiceSubnet.prefix_id.in_(ids)).order_by(ServiceSubnet.subnet)
+        for pid, subnet in (await session.execute(reuse)).all():
+            country = country_of[pid]
+            if wanted.get(country, 0) > 0 and subnet not in exclude:
+                rows.append({"prefix_id": pid, "subnet": subnet, "country": country})
+                wanted[country] -= 1
+    for pid, prefix, subnet_len, next_index, country in prefixes:
+        need = wanted.get(country, 0)
+        room = subnet_count(prefix, subnet_len) - int(next_index)
+        k = min(need, room)
+        if k <= 0:
+            continue
+        moved = await session.execute(
+            update(StockPrefix)
+            .where(StockPrefix.id == pid, StockPrefix.next_index == next_index)
+            .values(next_index=StockPrefix.next_index + k)
+            .execution_options(synchronize_session=False)
+        )
+        if moved.rowcount != 1:  # type: ignore[attr-defined]
+            continue  # SQLite cannot lock ahead; another writer moved it (never under BEGIN IMMEDIATE)
+        for i in range(int(next_index), int(next_index) + k):
+            rows.append({"prefix_id": pid, "subnet": subnet_at(prefix, subnet_len, i), "country": country})
+        wanted[country] = need - k
+    if rows:
+        await session.execute(
+            insert(ServiceSubnet),
+            [{"service_id": service_id, "allocated_at": now, **r} for r in rows],
+        )
+    return [Allocated(int(str(r["prefix_id"])), str(r["subnet"]), None, str(r["country"])) for r in rows]
+
+
+async def release(
+    session: AsyncSession, service_id: uuid.UUID, subnets: Collection[str] | None = None
+) -> int:
+    """Release the live subnets of a service (all, or only `subnets`); idempotent. How many."""
+    cond = [ServiceSubnet.service_id == service_id, ServiceSubnet.released_at.is_(None)]
+    if subnets is not None:
+        cond.append(ServiceSubnet.subnet.in_(sorted(subnets)))
+    done = await session.execute(
+        update(ServiceSubnet)
+        .where(and_(*cond))
+        .values(released_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return int(done.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def live_subnets(session: AsyncSession, service_id: uuid.UUID) -> list[ServiceSubnet]:
+    rows = await session.execute(
+        select(ServiceSubnet)
+        .where(ServiceSubnet.service_id == service_id, ServiceSubnet.released_at.is_(None))
+        .order_by(ServiceSubnet.id)
+    )
+    return list(rows.scalars())
+
+
+async def held_subnets(session: AsyncSession, service_id: uuid.UUID) -> set[str]:
+    rows = await session.execute(select(ServiceSubnet.subnet).where(ServiceSubnet.service_id == service_id))
+    return set(rows.scalars())
+
+
+def check_in_subnets(address: str, subnets: Sequence[str]) -> str:
+    """A pinned IPv6 address, normalised, that lies inside one of the service's subnets."""
+    try:
+        ip = ipaddress.IPv6Address(address.strip())
+    except ValueError:
+        raise ValidationFailed(f"not an IPv6 address: {address!r}", field="pin") from None
+    if not any(ip in ipaddress.IPv6Network(s) for s in subnets):
+        raise ValidationFailed(
+            f"{ip} is not inside the service's subnet(s) {', '.join(subnets)}", field="pin"
+        )
+    return str(ip)
