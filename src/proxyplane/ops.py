@@ -29,9 +29,7 @@ from proxyplane.core.errors import (
     Unauthorized,
 )
 from proxyplane.core.text_input import forbid_nul
-from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
-from proxyplane.domains.wallet.service import DEBITED_CENTS
 from proxyplane.observability.metrics import observed
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
@@ -216,7 +214,7 @@ def check_guards(
     `max_total_cents`: the most this call may take from the wallet (sum of debits in this transaction).
     Agents pay from the balance only: a result that leaves `amount_due_cents` to pay is refused.
     An operation not declared SPENDS_MONEY (`spends` false) that charged anything is refused."""
-    charged = int(uow.session.info.get(DEBITED_CENTS, 0))
+    charged = uow.call.debited_cents
     if charged and not spends:
         # a programming error: an operation that charges must be declared SPENDS_MONEY so that MCP asks
         # for an idempotency_key and a price guard; refuse (and roll back) rather than charge unguarded
@@ -258,7 +256,7 @@ async def invoke(
     async with platform.db.unit_of_work(write=op.effect != Effect.READ or use_due) as uow:
         if use_due:
             await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
-        uow.session.info[SPENDING_KEY] = caller.key_id
+        uow.call.spending_key = caller.key_id
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
@@ -312,7 +310,7 @@ async def _invoke_keyed(
             if replayed is None:
                 raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
             return replayed
-        uow.session.info[SPENDING_KEY] = caller.key_id
+        uow.call.spending_key = caller.key_id
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY

@@ -14,7 +14,7 @@ async def process_event(platform: Platform, event: object) -> dict[str, object]:
             deposit = await apply_payment_event(uow.session, event)  # type: ignore[arg-type]
         except ValueError as exc:
             return {"received": True, "applied": False, "error": str(exc)}
-        changed = list(uow.session.info.pop("entitlements_changed", []))
+        changed = list(uow.call.changed_services)
         await uow.commit()
     for service_id in changed:
         platform.emit("entitlements_changed", service_id)

@@ -12,6 +12,8 @@ from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from proxyplane.core.call import CallContext
+
 
 class Database:
     def __init__(self, url: str, **engine_kwargs: Any) -> None:
@@ -109,6 +111,7 @@ class UnitOfWork:
         self._session: AsyncSession | None = None
         self._after_commit: list[Any] = []
         self._lock: asyncio.Lock | None = None
+        self.call = CallContext()  # typed per-call state services reach via core.call.call_context
 
     @property
     def session(self) -> AsyncSession:
@@ -131,6 +134,7 @@ class UnitOfWork:
             self._lock = lock
         try:
             self._session = self.db.sessions()
+            self.call.attach(self._session)
             await self._session.connection(execution_options={"pp_write": self.write})
         except BaseException:
             self._release()

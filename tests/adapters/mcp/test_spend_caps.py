@@ -126,7 +126,7 @@ async def test_concurrent_charges_cannot_pass_the_cap_together(platform: Platfor
     async def charge() -> str:
         try:
             async with platform.db.unit_of_work() as uow:
-                uow.session.info[caps.SPENDING_KEY] = key.id
+                uow.call.spending_key = key.id
                 await wallet.debit(uow.session, account.customer_id, 600, "purchase", "concurrent")
                 await asyncio.sleep(0.05)
                 await uow.commit()

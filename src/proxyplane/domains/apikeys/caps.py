@@ -1,11 +1,11 @@
 """Spending caps of API keys: at most N cents per UTC day and/or in total through one key.
 
-`invoke()` puts the calling key's id into `session.info[SPENDING_KEY]`; `wallet.debit()` calls `charge()`
-before it takes the money, in the same transaction. The counters move with one conditional UPDATE that
-also checks both caps, so concurrent charges through one key cannot pass a cap together (PostgreSQL
-re-checks the WHERE after the row lock; SQLite has one writer). A refused charge raises
-SpendLimitExceeded and, like every error inside invoke(), rolls the whole call back: nothing is charged.
-Keys without a cap have no row and are not counted."""
+`invoke()` puts the calling key's id into the call's context (core/call.py, `spending_key`);
+`wallet.debit()` calls `charge()` before it takes the money, in the same transaction. The counters move
+with one conditional UPDATE that also checks both caps, so concurrent charges through one key cannot pass
+a cap together (PostgreSQL re-checks the WHERE after the row lock; SQLite has one writer). A refused
+charge raises SpendLimitExceeded and, like every error inside invoke(), rolls the whole call back:
+nothing is charged. Keys without a cap have no row and are not counted."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ from datetime import datetime
 from sqlalchemy import and_, case, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, ValidationFailed
 from proxyplane.storage.models.spending import ApiKeySpending
-
-SPENDING_KEY = "api_key_id"  # session.info key: the API key the current call came through
 
 
 class SpendLimitExceeded(DomainError):
@@ -101,7 +100,7 @@ async def caps_of(session: AsyncSession, key_ids: Iterable[uuid.UUID]) -> dict[u
 
 async def charge(session: AsyncSession, cents: int, now: datetime | None = None) -> None:
     """Count `cents` against the caps of the key this call came through, or raise SpendLimitExceeded."""
-    key_id = session.info.get(SPENDING_KEY)
+    key_id = call_context(session).spending_key
     if key_id is None or cents <= 0:
         return
     day = today(now)

@@ -18,10 +18,10 @@ from typing import cast
 from sqlalchemy import Table, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
-from proxyplane.domains.apikeys.caps import SPENDING_KEY
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.orders import context as order_context
@@ -205,7 +205,7 @@ async def place_order(
     processor checkout is ever opened."""
     wl = check_whitelist(whitelist_ips)
     stock.check_pool(product_kind, geo_source)
-    ctx = await order_context.load(session, customer_id, product_kind, session.info.get(SPENDING_KEY))
+    ctx = await order_context.load(session, customer_id, product_kind, call_context(session).spending_key)
     partner = ctx.partner_discount_percent if partner_discount_percent is None else partner_discount_percent
     quote = quote_segments(ctx.book, segments, period_months, partner)
     _check_order(ctx.book, quote, product_kind, geo_source)

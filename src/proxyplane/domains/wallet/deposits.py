@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import KycRequired, NotFound, ValidationFailed
 from proxyplane.domains.accounts.service import get_customer
@@ -20,7 +21,7 @@ from proxyplane.storage.models import Deposit
 # Extension point: other domains react to a deposit leaving `pending` (e.g. an order's checkout).
 # A hook runs in the same transaction, only in the one that moved the deposit, after the wallet credit.
 # It may return a service id whose entitlements changed; those are collected in
-# session.info["entitlements_changed"] for the adapter to signal after commit.
+# the call's context (core/call.py, `changed_services`) for the caller to signal after commit.
 SettlementHook = Callable[[AsyncSession, Deposit], Awaitable[Any]]
 SETTLEMENT_HOOKS: list[SettlementHook] = []
 
@@ -126,5 +127,5 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
         for hook in SETTLEMENT_HOOKS:
             changed = await hook(session, deposit)
             if changed is not None:
-                session.info.setdefault("entitlements_changed", []).append(changed)
+                call_context(session).changed_services.append(changed)
     return deposit

@@ -10,6 +10,7 @@ from typing import cast
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.domains.apikeys import caps
@@ -17,9 +18,6 @@ from proxyplane.domains.events.service import after_debit
 from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.domains.wallet.ledger import ledger_page
 from proxyplane.storage.models import LedgerEntry, Wallet
-
-# session.info key: cents debited in this transaction (invoke() checks an optional price guard before commit)
-DEBITED_CENTS = "debited_cents"
 
 
 async def balance(session: AsyncSession, customer_id: int) -> int:
@@ -83,7 +81,7 @@ async def debit(
     new_balance = await _take(session, customer_id, cents)
     if new_balance is None:
         raise await _insufficient(session, customer_id, cents)
-    session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + cents
+    call_context(session).debited_cents += cents  # invoke() checks its money guard before commit
     return await _append(
         session, customer_id, -cents, new_balance, kind, description, service_id, invoice_id, None
     )
@@ -162,7 +160,7 @@ async def record_withdrawal(
         return
     if capped_key:
         await caps.charge(session, taken.cents)
-    session.info[DEBITED_CENTS] = session.info.get(DEBITED_CENTS, 0) + taken.cents
+    call_context(session).debited_cents += taken.cents
     await session.execute(
         _ADD_ENTRY,
         {
