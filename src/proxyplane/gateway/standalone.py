@@ -28,6 +28,7 @@ from .limits import ConnectionLimiter, WorkerLimiter
 from .metering import UsageRow
 from .routing import Router
 from .server import Gateway, GatewayConfig, install_uvloop
+from .subnets import SubnetExits
 from .workers import HostShared, Supervisor
 
 
@@ -47,6 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--login", "--user", dest="login", default="user")
     p.add_argument("--password", default="pass")
     p.add_argument("--exit-ip", action="append", default=[], help="IP or IP=country; repeatable")
+    p.add_argument("--exit-subnet", action="append", default=[],
+                   help="IPv6 CIDR[=country] in 2001:db8::/32: exits drawn from it (issue 16)")
     p.add_argument("--whitelist", action="append", default=[], type=_loopback, help="client IP; repeatable")
     p.add_argument("--mode", choices=["rotating", "sticky", "pinned"], default="rotating")
     p.add_argument("--max-connections", type=int, default=0)
@@ -61,11 +64,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--drain-seconds", type=float, default=0.0,
                    help="on SIGTERM: stop accepting, let open connections finish this long (default 0)")
     args = p.parse_args(argv)
-    if not args.exit_ip:
+    if not args.exit_ip and not args.exit_subnet:
         args.exit_ip = [args.listen]
     if args.https_port is not None and not (args.tls_cert and args.tls_key):
         p.error("--https-port needs --tls-cert and --tls-key")
     return args
+
+
+def _documentation(value: str) -> str:
+    """An IPv6 subnet of the documentation prefix 2001:db8::/32 (a bench/dev tool: routed to lo in a
+    network namespace, never a real network)."""
+    net = ipaddress.IPv6Network(value, strict=False)
+    if not net.subnet_of(ipaddress.IPv6Network("2001:db8::/32")):
+        raise ValueError(f"{value}: only subnets of 2001:db8::/32 here")
+    return str(net)
 
 
 def build_entry(args: argparse.Namespace) -> ServiceEntry:
@@ -73,7 +85,12 @@ def build_entry(args: argparse.Namespace) -> ServiceEntry:
     for spec in args.exit_ip:
         ip, _, country = spec.partition("=")
         exits[_loopback(ip)] = country.lower()
-    pin = next(iter(exits)) if args.mode == "pinned" else None
+    pin = next(iter(exits)) if args.mode == "pinned" and exits else None
+    if args.exit_subnet:  # an IPv6 service: its exits are the subnets' addresses (gateway/subnets.py)
+        specs = (spec.partition("=") for spec in args.exit_subnet)
+        pairs = [(_documentation(cidr), country.lower()) for cidr, _, country in specs]
+        exits = SubnetExits(pairs)
+        pin = str(ipaddress.IPv6Network(pairs[0][0])[1]) if args.mode == "pinned" else None
     return ServiceEntry("standalone", "rotating", args.login, args.password, exit_ips=exits,
                         whitelist=frozenset(args.whitelist), session_mode=args.mode, pin=pin,
                         max_connections=args.max_connections, udp_allowed=args.udp)
