@@ -5,8 +5,8 @@ subuser_usage_errors (additive upserts, like gateway/usage_sink.upsert: several 
 minute sum up exactly), then moves the sub-users' counters and thresholds, in a number of statements that
 does not grow with the number of sub-users (one per BATCH):
 
-1. `used_bytes += up + down`, `used_requests += requests` (PostgreSQL: UPDATE ... FROM (VALUES ...);
-   SQLite: one UPDATE with CASE id ... per counter);
+1. `used_bytes += up + down`, `used_requests += requests` (PostgreSQL: UPDATE ... FROM unnest(three
+   arrays), one cached statement; SQLite: one UPDATE with CASE id ... per counter);
 2. per threshold (80, then 100), one UPDATE of the flushed sub-users whose usage level (80 or 100 % of
    either limit) reached it while notified_pct is below it: it sets notified_pct (and limit_reached at
    100) and RETURNs those rows. The WHERE is re-checked on the latest row version under concurrent
@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import BigInteger, case, column, select, update, values
+from sqlalchemy import BigInteger, any_, bindparam, case, cast, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,12 +34,17 @@ from proxyplane.domains.events.service import emit_many
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserUsageError, SubuserUsageMinute
 
-BATCH = 400
+BATCH = 400  # SQLite: sub-users per UPDATE (bound parameters)
 COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
 EVENTS = {80: "subuser.usage_80", 100: "subuser.usage_100"}
 
 S = ServiceSubuser.__table__.c
-NO_SYNC = {"synchronize_session": False}  # core-style UPDATEs: no ORM objects to refresh
+NO_SYNC = {"synchronize_session": False}
+PG_ADD = text(
+    "UPDATE service_subusers AS s SET used_bytes = s.used_bytes + v.b, used_requests = s.used_requests + v.r "
+    "FROM unnest(CAST(:pks AS bigint[]), CAST(:bs AS bigint[]), CAST(:rs AS bigint[])) AS v(pk, b, r) "
+    "WHERE s.id = v.pk"
+)  # core-style UPDATEs: no ORM objects to refresh
 
 
 def level_expr() -> Any:
@@ -64,14 +70,16 @@ async def _upsert(
     keys: list[str],
     counters: tuple[str, ...],
 ) -> None:
+    if not rows:
+        return
     insert = sqlite_insert if sqlite else pg_insert
     table = model.__table__
-    for i in range(0, len(rows), BATCH):
-        stmt = insert(model).values(rows[i : i + BATCH])
-        stmt = stmt.on_conflict_do_update(
-            index_elements=keys, set_={c: table.c[c] + stmt.excluded[c] for c in counters}
-        )
-        await session.execute(stmt)
+    stmt = insert(table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=keys, set_={c: table.c[c] + stmt.excluded[c] for c in counters}
+    )
+    # executemany of one cached statement: the driver sends multi-row batches ("insertmanyvalues")
+    await session.execute(stmt, rows)
 
 
 def totals(minutes: list[dict[str, Any]]) -> dict[int, tuple[int, int]]:
@@ -96,18 +104,18 @@ async def _add_counters(session: AsyncSession, sqlite: bool, items: list[tuple[i
             execution_options=NO_SYNC,
         )
         return
-    v = values(column("pk", BigInteger), column("b", BigInteger), column("r", BigInteger), name="v").data(
-        items
-    )
+    # one cached statement whatever the batch: the rows travel as three arrays
     await session.execute(
-        update(ServiceSubuser)
-        .where(S.id == v.c.pk)
-        .values(used_bytes=S.used_bytes + v.c.b, used_requests=S.used_requests + v.c.r),
-        execution_options=NO_SYNC,
+        PG_ADD,
+        {
+            "pks": [pk for pk, _b, _r in items],
+            "bs": [b for _pk, b, _r in items],
+            "rs": [r for _pk, _b, r in items],
+        },
     )
 
 
-async def _crossings(session: AsyncSession, pks: list[int], pct: int) -> list[Any]:
+async def _crossings(session: AsyncSession, sqlite: bool, pks: list[int], pct: int) -> list[Any]:
     """Raise notified_pct to `pct` on the sub-users whose level reached it (and set limit_reached at
     100 %); the rows that moved."""
     level = level_expr()
@@ -116,7 +124,11 @@ async def _crossings(session: AsyncSession, pks: list[int], pct: int) -> list[An
         values_["limit_reached"] = True
     stmt = (
         update(ServiceSubuser)
-        .where(S.id.in_(pks), level >= pct, S.notified_pct < pct)
+        .where(
+            S.id.in_(pks) if sqlite else S.id == any_(cast(bindparam("pks", pks), ARRAY(BigInteger))),
+            level >= pct,
+            S.notified_pct < pct,
+        )
         .values(**values_)
         .returning(
             S.subuser_id,
@@ -174,11 +186,12 @@ async def apply_usage(
         session, sqlite, SubuserUsageError, errors, ["subuser_pk", "minute", "host", "category"], ("count",)
     )
     items = sorted((pk, b, r) for pk, (b, r) in totals(minutes).items())
-    for i in range(0, len(items), BATCH):
-        chunk = items[i : i + BATCH]
+    step = BATCH if sqlite else max(len(items), 1)  # PostgreSQL: arrays, any size in one statement
+    for i in range(0, len(items), step):
+        chunk = items[i : i + step]
         await _add_counters(session, sqlite, chunk)
         pks = [pk for pk, _b, _r in chunk]
         # 80 then 100: a flush that jumps past 80 % straight to the limit sends both, in order
-        crossed = [*await _crossings(session, pks, 80), *await _crossings(session, pks, 100)]
+        crossed = [*await _crossings(session, sqlite, pks, 80), *await _crossings(session, sqlite, pks, 100)]
         if crossed:
             await _notify(session, crossed)
