@@ -96,6 +96,7 @@ async def one_pass(cfg: dict[str, Any], engine: bool) -> dict[str, Any]:
         rotating = [await via_http(a["login"], a["password"]) for _ in range(cfg["requests"])]
         out["http_status"] = sorted({s for s, _ in rotating})
         out["http"] = [body.split()[0] for _, body in rotating]
+        out["idle_upstreams"] = len(node.gateway.ctx.pool)  # a one-off address's upstream is not pooled
         out["connect"] = [await via_connect(a["login"], a["password"]) for _ in range(20)]
         out["socks"] = [await via_socks(a["login"], a["password"]) for _ in range(20)]
         sticky = f"{a['login']}-session-abc-ttl-5m"

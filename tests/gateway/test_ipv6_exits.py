@@ -218,6 +218,7 @@ async def test_ipv6_exits_end_to_end_in_a_namespace(client, platform, account, t
         assert p["http_status"] == [200]
         # 100 rotating requests: 100 distinct addresses, all of A's /64, none of B's
         assert len(set(p["http"])) == 100 and {subnet_of(ip) for ip in p["http"]} == {a_net}
+        assert p["idle_upstreams"] == 0
         for tunnel in ("connect", "socks"):
             assert len(set(p[tunnel])) == 20 and {subnet_of(ip) for ip in p[tunnel]} == {a_net}
         assert len(set(p["sticky"])) == 1 and subnet_of(p["sticky"][0]) == a_net

@@ -26,6 +26,7 @@ from .protocol.http_proxy import (
 from .protocol.http_response import CONNECT_ESTABLISHED, ResponseFramer, build_reply
 from .relay import Relay, RelayEnd
 from .routing import RoutingError
+from .subnets import one_off
 from .upstream import Connector, UpstreamError, literal_family, open_connection
 
 _CONNECTING = 1  # reasons the client transport's reading is paused (bit mask)
@@ -91,6 +92,7 @@ class HttpProxyConnection(asyncio.Protocol):
         self.down_bytes = 0
         self.sent_any = False
         self.reused = False
+        self.one_off = False
         self.retried = False
         self.closed = False
         self.tunneling = False
@@ -289,6 +291,7 @@ class HttpProxyConnection(asyncio.Protocol):
             self.fail(exc.status, str(exc), exc.reason, service_id, req.host)
             return False
         self.req, self.req_service, self.exit_ip = req, service_id, exit_ip
+        self.one_off = one_off(grant)  # an address drawn for this request only: its upstream is not pooled
         self.up_bytes, self.down_bytes = len(req.head), 0
         self.request_complete = self.sent_any = self.retried = False
         self.framer = ResponseFramer(req.method)
@@ -359,7 +362,7 @@ class HttpProxyConnection(asyncio.Protocol):
         up.client = None
         self.ctx.meter.record(self.req_service, req.host, requests=1, bytes_up=self.up_bytes,
                               bytes_down=self.down_bytes)
-        if reusable and up.transport is not None:
+        if reusable and up.transport is not None and not self.one_off:
             up.transport.resume_reading()
             self.ctx.pool.put(up)
         elif up.transport is not None:

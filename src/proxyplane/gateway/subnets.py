@@ -22,12 +22,15 @@ import socket
 import sys
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.models.prefixes import ServiceSubnet
+
+if TYPE_CHECKING:
+    from .access import Grant
 
 NO_IPV6 = "no_ipv6"  # the usage error category: the destination cannot be reached over IPv6
 IPV4_DESTINATION = "destination is an IPv4 address; this service's exits are IPv6"
@@ -99,6 +102,18 @@ class SubnetPool(list[str]):
         while offset == 0:
             offset = rng.getrandbits(bits)
         return draw_at(net, offset)
+
+
+def one_off(grant: Grant) -> bool:
+    """True when the router draws a new address from the service's subnets for every request (rotating,
+    no session id): an upstream connection from that address is never asked for again, so it is closed
+    after its response instead of idling in the keep-alive pool (2**64 keys)."""
+    entry = grant.service
+    return (
+        type(entry.exit_ips) is SubnetExits
+        and entry.session_mode == "rotating"
+        and (grant.options is None or grant.options.sid is None)
+    )
 
 
 def draw_at(net: Net, offset: int) -> str:
