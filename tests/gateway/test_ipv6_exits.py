@@ -3,9 +3,8 @@ following the change log, and end to end in a network namespace (tests/gateway/i
 rotating requests from 100 distinct addresses of the service's /64 and none from another customer's,
 sticky, pinned, HTTP / CONNECT / SOCKS5 on both tunnel paths, a destination without AAAA.
 
-The services are bought through the REST API as rotating services and then turned into ``proxy_ipv6``
-ones with rows (product kind, a stock prefix, a live service_subnets row, proxy settings): the rows
-engineer D's allocation writes (storage/models/prefixes.py)."""
+The services are ordered through the REST API (engineer D's proxy_ipv6 selling) from a /56 of
+2001:db8::/48 imported as the only stock of a country; pinned is set with PUT .../proxy/sticky/mode."""
 
 from __future__ import annotations
 
@@ -22,21 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, text, update
+from sqlalchemy import text, update
 from sqlalchemy.engine import make_url
 
+from proxyplane.core.clock import utcnow
+from proxyplane.domains.stock import subnets as stock_subnets
 from proxyplane.gateway.access import Grant, ServiceEntry
 from proxyplane.gateway.protocol.username import UsernameOptions
 from proxyplane.gateway.routing import Router, RoutingError
 from proxyplane.gateway.subnets import SubnetExits
 from proxyplane.platform import Platform
-from proxyplane.storage.models import Service
-from proxyplane.storage.models.gateway import ProxySettings
-from proxyplane.storage.models.prefixes import ServiceSubnet, StockPrefix
+from proxyplane.storage.models.prefixes import StockPrefix
 from tests.support import bearer, make_account
 
 from .test_store_changes import store_sync
-from .test_store_static import API, buy, eventually
+from .test_store_static import API, eventually
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,60 +97,84 @@ def test_router_draws_from_the_subnet_only() -> None:
     assert subnet_of(router.choose(grant, None)) == "2001:db8:0:5::/64"
 
 
-async def ipv6_service(
-    client: Any, platform: Platform, account: Any, subnet: str, mode: str = "rotating", pin: str | None = None
-) -> dict[str, Any]:
-    """A service bought through the API, turned into a proxy_ipv6 one holding ``subnet``."""
-    svc = await buy(client, platform, account, "Rotating datacenter", parameters={})
-    auth = (
-        await client.get(f"{API}/{svc['service_id']}/proxy/auth?reveal=true", headers=bearer(svc["key"]))
-    ).json()
-    sid = uuid.UUID(svc["service_id"])
-    net = ipaddress.IPv6Network(subnet)
+async def routed_prefix(platform: Platform, country: str) -> str:
+    """A fresh /56 of 2001:db8::/48 (the prefix the namespace routes to lo) as the only proxy_ipv6 stock of
+    ``country`` (engineer D's prefix import; other live prefixes of that country are retired)."""
     async with platform.db.unit_of_work() as uow:
-        s = uow.session
-        await s.execute(update(Service).where(Service.service_id == sid).values(product_kind="proxy_ipv6"))
-        prefix = StockPrefix(
-            prefix=str(net.supernet(new_prefix=56)), subnet_len=64, country_maxmind="DE", country_ripe="DE"
+        await uow.session.execute(
+            update(StockPrefix)
+            .where(StockPrefix.retired_at.is_(None), StockPrefix.country_maxmind == country)
+            .values(retired_at=utcnow())
         )
-        s.add(prefix)
-        await s.flush()
-        s.add(ServiceSubnet(service_id=sid, prefix_id=prefix.id, subnet=subnet, country="DE"))
-        await s.execute(delete(ProxySettings).where(ProxySettings.service_id == sid))
-        s.add(ProxySettings(service_id=sid, session_mode=mode, pin=pin, sticky_ttl_seconds=600))
+        while True:
+            try:
+                row, added = await stock_subnets.add_prefix(
+                    uow.session, f"2001:db8:0:{_RUN.randrange(1, 256):x}00::/56", country, country, 64
+                )
+            except ValueError:  # overlaps one on sale: draw again
+                continue
+            if added:
+                break
         await uow.commit()
-    return {"service_id": str(sid), "login": auth["login"], "password": auth["password"], "prefix": prefix.id}
+    return str(row.prefix)
 
 
-def fresh_subnets(n: int) -> list[str]:
-    """Distinct /64s of 2001:db8::/48 (each in a /56 of its own: the prefix rows are unique)."""
-    return [f"2001:db8:0:{block:x}00::/64" for block in _RUN.sample(range(1, 256), n)]
+async def ipv6_service(client: Any, account: Any, country: str, mode: str = "rotating") -> dict[str, Any]:
+    """A proxy_ipv6 service (one /64) ordered through the REST API; ``pinned``: pinned to an address of it."""
+    key = await account.key()
+    await account.credit(10_000)
+    order = {
+        "product_kind": "proxy_ipv6",
+        "period_months": 1,
+        "segments": [{"country": country, "count": 1}],
+        "geo_source": "maxmind",
+        "whitelist_ips": [f"127.0.{_RUN.randrange(100, 250)}.{_RUN.randrange(1, 250)}"],  # not the client
+        "use_balance": True,
+        "idempotency_key": uuid.uuid4().hex,
+    }
+    r = await client.post("/api/v1/billing/composite/order", json=order, headers=bearer(key))
+    assert r.status_code == 201, r.text
+    svc = r.json()["service"]
+    base = f"{API}/{svc['service_id']}"
+    auth = (await client.get(f"{base}/proxy/auth?reveal=true", headers=bearer(key))).json()
+    out = {
+        "service_id": svc["service_id"],
+        "login": auth["login"],
+        "password": auth["password"],
+        "subnet": svc["ips"][0]["ip"],
+        "key": key,
+        "pin": None,
+    }
+    if mode == "pinned":
+        out["pin"] = str(ipaddress.IPv6Network(out["subnet"])[0x1234])
+        body = {"mode": "pinned", "pin": out["pin"]}
+        r = await client.put(f"{base}/proxy/sticky/mode", json=body, headers=bearer(key))
+        assert r.status_code == 200, r.text
+    return out
 
 
 async def test_store_loads_subnets_and_follows_the_change_log(client, platform, account) -> None:
-    first, second = fresh_subnets(2)
-    svc = await ipv6_service(client, platform, account, first)
+    await routed_prefix(platform, "IS")
+    svc = await ipv6_service(client, account, "IS")
+    first = svc["subnet"]
     async with store_sync(platform) as sync:
         loaded = sync.table.rotating_by_login(svc["login"])
         assert loaded is not None and loaded.kind == "rotating"
-        assert isinstance(loaded.exit_ips, SubnetExits) and dict(loaded.exit_ips) == {first: "de"}
-        # a refresh-like change: the subnet released, another allocated; the change log brings it
-        sid = uuid.UUID(svc["service_id"])
-        async with platform.db.unit_of_work() as uow:
-            await uow.session.execute(
-                update(ServiceSubnet)
-                .where(ServiceSubnet.service_id == sid)
-                .values(released_at=ServiceSubnet.allocated_at)
-            )
-            uow.session.add(
-                ServiceSubnet(service_id=sid, prefix_id=svc["prefix"], subnet=second, country="US")
-            )
-            await uow.commit()
+        assert isinstance(loaded.exit_ips, SubnetExits) and dict(loaded.exit_ips) == {first: "is"}
+        # refresh through the API: a new /64, the old one released; the change log brings it to the node
+        r = await client.post(
+            f"{API}/{svc['service_id']}/proxy/refresh",
+            json={"idempotency_key": "v6"},
+            headers=bearer(svc["key"]),
+        )
+        assert r.status_code == 200, r.text
+        second = r.json()["replaced"][0]["new"]
+        assert second != first
 
         async def moved() -> bool:
             await sync.poll()
             now = sync.table.get(svc["service_id"])
-            return now is not None and dict(now.exit_ips) == {second: "us"}
+            return now is not None and dict(now.exit_ips) == {second: "is"}
 
         await eventually(moved, within=3.0)
 
@@ -188,12 +211,11 @@ async def test_ipv6_exits_end_to_end_in_a_namespace(client, platform, account, t
     reason = namespace_skip_reason()
     if reason is not None:
         pytest.skip(reason)
-    a_net, b_net = fresh_subnets(2)
-    pin = str(ipaddress.IPv6Network(b_net)[0x1234])
-    a = await ipv6_service(client, platform, account, a_net)
-    other = await make_account(platform)  # another customer
-    b = await ipv6_service(client, platform, other, b_net, "pinned", pin)
-    assert a["login"] != b["login"]
+    await routed_prefix(platform, "IS")
+    a = await ipv6_service(client, account, "IS")
+    b = await ipv6_service(client, await make_account(platform), "IS", "pinned")  # another customer
+    a_net, b_net, pin = a["subnet"], b["subnet"], b["pin"]
+    assert a["login"] != b["login"] and a_net != b_net
     config = {
         "database_url": await namespace_url(platform),
         "secret_key": platform.settings.secret_key,
