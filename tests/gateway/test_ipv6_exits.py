@@ -26,10 +26,12 @@ from sqlalchemy.engine import make_url
 
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.stock import subnets as stock_subnets
+from proxyplane.gateway import subusers
 from proxyplane.gateway.access import Grant, ServiceEntry
 from proxyplane.gateway.protocol.username import UsernameOptions
 from proxyplane.gateway.routing import Router, RoutingError
 from proxyplane.gateway.subnets import SubnetExits
+from proxyplane.gateway.subusers import SubuserEntry
 from proxyplane.platform import Platform
 from proxyplane.storage.models.prefixes import StockPrefix
 from tests.support import bearer, make_account
@@ -95,6 +97,18 @@ def test_router_draws_from_the_subnet_only() -> None:
     assert (away.value.reason, away.value.status) == ("not_local", 503)
     router.set_local([ipaddress.ip_network("2001:db8::/48")])
     assert subnet_of(router.choose(grant, None)) == "2001:db8:0:5::/64"
+    # a live session rotated through the API: a new address of the subnet
+    before = router.choose(sticky, None)
+    rotated = router.rotate(grant.service, "s1")
+    assert (
+        rotated is not None
+        and rotated.exit_ip != before
+        and subnet_of(rotated.exit_ip) == "2001:db8:0:5::/64"
+    )
+    # a sub-user limited to some countries draws from the subnets of those countries only
+    sub = SubuserEntry(1, "sub-1", "a-sub", "pw", countries=frozenset({"us"}))
+    derived = Grant(subusers.derive(two.service, sub, {}), None)
+    assert {subnet_of(router.choose(derived, None)) for _ in range(20)} == {"2001:db8:0:6::/64"}
 
 
 async def routed_prefix(platform: Platform, country: str) -> str:

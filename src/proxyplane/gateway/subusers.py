@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .auth_reasons import AuthFailure
+from .subnets import SubnetExits
 
 if TYPE_CHECKING:
     from .access import ServiceEntry
@@ -99,7 +100,10 @@ def derive(service: ServiceEntry, sub: SubuserEntry, counts: SubCounts) -> Servi
     sub.baseline = (seen[2], seen[3]) if seen is not None else (0, 0)
     exits: Mapping[str, str] = service.exit_ips
     if sub.countries is not None and service.kind == "rotating":
-        exits = CountryView(exits, sub.countries)
+        if type(exits) is SubnetExits:  # an IPv6 service's subnets in those countries (issue 16)
+            exits = SubnetExits((c, k) for c, k in exits.items() if k in sub.countries)
+        else:
+            exits = CountryView(exits, sub.countries)
     return ServiceEntry(
         mid,
         service.kind,
