@@ -21,6 +21,7 @@ from proxyplane.domains.apikeys.service import authenticate
 from proxyplane.ops import Auth, Caller, Operation, invoke, served
 from proxyplane.platform import Platform
 
+JSON = "application/json"
 bearer = HTTPBearer(auto_error=False, description="API key: Authorization: Bearer <API_KEY>")
 
 
@@ -118,6 +119,11 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
                 base64.b64decode(getattr(result, data_field)),
                 media_type=getattr(result, type_field),
                 headers={"Content-Disposition": f'inline; filename="{getattr(result, name_field)}"'},
+            )
+        if type(result) is op.output:
+            # serialized once, here: FastAPI would validate the instance again before the same dump
+            return Response(
+                result.model_dump_json(by_alias=True), status_code=op.status_code, media_type=JSON
             )
         return result
 
