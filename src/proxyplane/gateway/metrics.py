@@ -23,7 +23,7 @@ from .auth_reasons import AuthFailure
 
 AUTH_REASONS = frozenset(reason.value for reason in AuthFailure)
 # upstream failures (upstream.py): the destination could not be reached from the exit IP
-UPSTREAM_CATEGORIES = frozenset({"connect", "refused", "timeout", "dns"})
+UPSTREAM_CATEGORIES = frozenset({"connect", "refused", "timeout", "dns", "no_ipv6"})  # no_ipv6: issue 16
 
 CONNECTIONS = Counter(
     "proxyplane_gateway_connections_admitted", "Client connections admitted (authorised, within limits)"
