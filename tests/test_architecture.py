@@ -105,3 +105,31 @@ def test_dashboard_account_actions_commit_through_invoke() -> None:
         ("sessions.py", []),
         ("account.py", []),
     ]
+
+
+# The OAuth 2.1 authorization server (issue 21.2) keeps its own transactions for now (authorization codes,
+# tokens, consent): not operations of the registry yet. Every other adapter commits nothing.
+OWN_TRANSACTIONS = {Path("adapters/oauth/provider.py"), Path("adapters/web/consent.py")}
+
+
+def test_no_adapter_commits() -> None:
+    """A door translates and calls `invoke` (or a module that owns its transaction outside the adapters,
+    like payment_events.py); dashboard form tokens are invoke's door_key, not a commit of their own."""
+    bad = [
+        (p.relative_to(SRC), line)
+        for p in (SRC / "adapters").rglob("*.py")
+        if p.relative_to(SRC) not in OWN_TRANSACTIONS
+        for line in commits(p)
+    ]
+    assert bad == []
+    assert commits(SRC / "adapters" / "web" / "forms.py") == []
+
+
+def test_no_hidden_context_in_session_info() -> None:
+    """Per-call state is core/call.py's typed CallContext on the unit of work, never loose session.info."""
+    bad = [
+        p.relative_to(SRC)
+        for p in SRC.rglob("*.py")
+        if ".info[" in p.read_text() or ".info.get(" in p.read_text() or ".info.pop(" in p.read_text()
+    ]
+    assert sorted(bad) == [Path("core/call.py"), Path("storage/engine.py")]  # the bridge; pool record info

@@ -22,6 +22,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import (
+    AlreadyApplied,
     IdempotencyConflict,
     InsufficientBalance,
     MissingScope,
@@ -178,7 +179,9 @@ def _request_hash(data: BaseModel | None) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-async def _replay(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> Any:
+async def _replay(
+    uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str, stored: bool = True
+) -> Any:
     row = (
         await uow.session.execute(
             select(IdempotencyRecord).where(
@@ -194,6 +197,8 @@ async def _replay(uow: UnitOfWork, op: Operation, customer_id: int, key: str, re
         raise IdempotencyConflict(
             f"idempotency_key {key!r} was already used for a different {op.name} request",
         )
+    if not stored:
+        raise AlreadyApplied(f"this {op.name} request was already sent; it ran once")
     return op.output.model_validate(row.response) if op.output else True
 
 
@@ -245,10 +250,17 @@ async def invoke(
     data: BaseModel | None,
     *,
     max_total_cents: int | None = None,
+    door_key: str | None = None,
 ) -> Any:
-    """Run one operation for one caller in one unit of work; commit once."""
+    """Run one operation for one caller in one unit of work; commit once.
+    `door_key`: a once-only key the door carries beside the input (a dashboard form token): claimed in
+    the operation's transaction like an idempotency_key (a refused call gives it back), no response stored
+    (it may hold a secret); a second call with it raises AlreadyApplied (IdempotencyConflict when its
+    input differs)."""
     check_access(op, caller)
     key = getattr(data, "idempotency_key", None) if op.takes_idempotency_key else None
+    if door_key and caller.customer_id is not None:
+        return await _invoke_keyed(platform, op, caller, data, door_key, max_total_cents, store=False)
     if key and caller.customer_id is not None:
         return await _invoke_keyed(platform, op, caller, data, key, max_total_cents)
     used = utcnow()
@@ -294,7 +306,13 @@ async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req
 
 
 async def _invoke_keyed(
-    platform: Platform, op: Operation, caller: Caller, data: Any, key: str, max_total_cents: int | None
+    platform: Platform,
+    op: Operation,
+    caller: Caller,
+    data: Any,
+    key: str,
+    max_total_cents: int | None,
+    store: bool = True,
 ) -> Any:
     """Idempotent by key: the first committed result is replayed; a concurrent duplicate blocks on the
     unique row, finds it taken and replays the winner's result (two statements: claim, store result)."""
@@ -306,7 +324,7 @@ async def _invoke_keyed(
             await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
         record_id = await _claim(uow, op, caller.customer_id, key, req_hash)
         if record_id is None:
-            replayed = await _replay(uow, op, caller.customer_id, key, req_hash)
+            replayed = await _replay(uow, op, caller.customer_id, key, req_hash, store)
             if replayed is None:
                 raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
             return replayed
@@ -315,7 +333,8 @@ async def _invoke_keyed(
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
-        response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
-        await uow.session.execute(_STORE_RESPONSE, {"record_id": record_id, "response": response})
+        if store:
+            response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
+            await uow.session.execute(_STORE_RESPONSE, {"record_id": record_id, "response": response})
         await uow.commit()
         return result

@@ -54,6 +54,12 @@ class IdempotencyConflict(Conflict):
     code = "idempotency_key_reused"
 
 
+class AlreadyApplied(Conflict):
+    """A door's own once-only key (a dashboard form token) that already ran: nothing happened again."""
+
+    code = "already_applied"
+
+
 class InsufficientBalance(DomainError):
     code = "insufficient_balance"
     http_status = 402

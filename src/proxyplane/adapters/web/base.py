@@ -128,8 +128,11 @@ def validation_message(exc: ValidationError) -> str:
     return f"{where}: {msg}" if where else msg
 
 
-async def call(request: Request, name: str, data: dict[str, Any] | None = None) -> Any:
-    """Run the named operation for the signed-in customer, through the same path as its REST route."""
+async def call(
+    request: Request, name: str, data: dict[str, Any] | None = None, door_key: str | None = None
+) -> Any:
+    """Run the named operation for the signed-in customer, through the same path as its REST route
+    (`door_key`: a creating form's token, forms.form_key)."""
     op = REGISTRY[name]
     model = None
     if op.input is not None:
@@ -137,7 +140,7 @@ async def call(request: Request, name: str, data: dict[str, Any] | None = None) 
             model = op.input.model_validate(data or {})
         except ValidationError as exc:
             raise ValidationFailed(validation_message(exc)) from None
-    return await invoke(platform_of(request), op, caller(request), model)
+    return await invoke(platform_of(request), op, caller(request), model, door_key=door_key)
 
 
 def has_op(name: str) -> bool:

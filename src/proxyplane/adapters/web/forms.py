@@ -1,11 +1,13 @@
 """Dashboard forms that change state: post/redirect/get, and one creation per form (issue 22.5).
 
-A creating form carries a random ``form_token`` rendered with the page. The POST claims it (a row of
-``idempotency_records`` under the operation ``web:<form>``) before acting, so the same form sent twice (a
-double click, Back then submit again) creates once; a refused action gives the token back so the
-corrected form can be sent. Success answers 303 to a GET page, which a reload only re-reads. A secret shown
-once (a new API key, a webhook signing secret, a rotated proxy password) reaches that page in a short-lived
-HttpOnly cookie encrypted with the platform's SecretBox, read once and deleted by the page showing it."""
+A creating form carries a random ``form_token`` rendered with the page. The POST runs its operation with
+the token as `invoke`'s ``door_key`` (``form_key``): claimed as an ``idempotency_records`` row in the
+operation's own transaction, so the same form sent twice (a double click, Back then submit again) creates
+once (the second gets ALREADY_SENT) and a refused action rolls the claim back with everything else, so
+the corrected form can be sent; no response is stored (it may hold a secret). This module commits
+nothing. Success answers 303 to a GET page, which a reload only re-reads. A secret shown once (a new API
+key, a webhook signing secret, a rotated proxy password) reaches that page in a short-lived HttpOnly
+cookie encrypted with the platform's SecretBox, read once and deleted by the page showing it."""
 
 from __future__ import annotations
 
@@ -14,20 +16,18 @@ import uuid
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import delete
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web import sessions
 from proxyplane.adapters.web.base import platform_of, web_session
-from proxyplane.core.clock import utcnow
-from proxyplane.storage.models import IdempotencyRecord
+from proxyplane.core.errors import AlreadyApplied, IdempotencyConflict
 
 REVEAL_COOKIE = "pp_reveal"
 REVEAL_SECONDS = 300
 TOKEN_FIELD = "form_token"
+# the form's token already ran (with this input, or with another after Back and an edit)
+ALREADY_SENT = (AlreadyApplied, IdempotencyConflict)
 
 
 def new_token() -> str:
@@ -38,47 +38,11 @@ def _token(data: dict[str, Any]) -> str:
     return str(data.get(TOKEN_FIELD, "") or "")[:200]
 
 
-async def claim(request: Request, form_name: str, data: dict[str, Any]) -> bool:
-    """Take the posted form's token for ``form_name``; False when that form was already sent. A form
-    without a token (an old page) is not deduplicated."""
+def form_key(data: dict[str, Any]) -> str | None:
+    """The posted form's once-only key for `invoke` (its `door_key`); None for a form without a token
+    (an old page), which is not deduplicated."""
     token = _token(data)
-    if not token:
-        return True
-    db = platform_of(request).db
-    values = {
-        "customer_id": web_session(request).customer_id,
-        "operation": f"web:{form_name}",
-        "key": token,
-        "request_hash": "",
-        "response": {},
-        "created_at": utcnow(),
-    }
-    async with db.unit_of_work() as uow:
-        stmt = (
-            pg_insert(IdempotencyRecord) if uow.dialect == "postgresql" else sqlite_insert(IdempotencyRecord)
-        )
-        taken = await uow.session.execute(
-            stmt.values(**values).on_conflict_do_nothing().returning(IdempotencyRecord.id)
-        )
-        fresh = taken.scalar_one_or_none() is not None
-        await uow.commit()
-    return fresh
-
-
-async def release(request: Request, form_name: str, data: dict[str, Any]) -> None:
-    """Give the token back after a refused action (nothing was created)."""
-    token = _token(data)
-    if not token:
-        return
-    async with platform_of(request).db.unit_of_work() as uow:
-        await uow.session.execute(
-            delete(IdempotencyRecord).where(
-                IdempotencyRecord.customer_id == web_session(request).customer_id,
-                IdempotencyRecord.operation == f"web:{form_name}",
-                IdempotencyRecord.key == token,
-            )
-        )
-        await uow.commit()
+    return f"form:{token}" if token else None
 
 
 def reveal(request: Request, response: Response, what: str, result: BaseModel) -> None:

@@ -20,7 +20,14 @@ from proxyplane.adapters.web.base import (
     require_login,
     web_session,
 )
-from proxyplane.adapters.web.forms import claim, forget_reveal, new_token, release, reveal, take_reveal
+from proxyplane.adapters.web.forms import (
+    ALREADY_SENT,
+    forget_reveal,
+    form_key,
+    new_token,
+    reveal,
+    take_reveal,
+)
 from proxyplane.adapters.web.money_pages import as_list, dollars_to_cents
 from proxyplane.core.errors import DomainError
 from proxyplane.core.scopes import Scope
@@ -120,12 +127,11 @@ async def create_key(request: Request) -> Response:
     body = key_body(data)
     if isinstance(body, str):
         return await _keys(request, 422, {"create": body}, data)
-    if not await claim(request, FORM, data):
-        return redirect(request, "/keys", "That form was already sent: the key exists once (see the list).")
     try:
-        created = await call(request, "create_api_key", body)
+        created = await call(request, "create_api_key", body, form_key(data))
+    except ALREADY_SENT:
+        return redirect(request, "/keys", "That form was already sent: the key exists once (see the list).")
     except DomainError as exc:
-        await release(request, FORM, data)
         return await _keys(request, exc.http_status, {"create": exc.message}, data)
     response = redirect(request, "/keys#new-key", f"Key “{created.name}” created.")
     reveal(request, response, FORM, created)

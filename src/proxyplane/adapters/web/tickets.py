@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, redirect, render, require_login
-from proxyplane.adapters.web.forms import claim, new_token, release
+from proxyplane.adapters.web.forms import ALREADY_SENT, form_key, new_token
 from proxyplane.adapters.web.money_pages import int_param
 from proxyplane.core.errors import DomainError, NotFound
 
@@ -50,12 +50,11 @@ async def open_ticket(request: Request) -> Response:
     body = {"subject": str(data.get("subject", "")).strip(), "message": str(data.get("message", "")).strip()}
     if data.get("service_id"):
         body["service_id"] = str(data["service_id"])
-    if not await claim(request, "open_ticket", data):
-        return redirect(request, "/tickets", "That form was already sent: the ticket was opened once.")
     try:
-        ticket = await call(request, "open_ticket", body)
+        ticket = await call(request, "open_ticket", body, form_key(data))
+    except ALREADY_SENT:
+        return redirect(request, "/tickets", "That form was already sent: the ticket was opened once.")
     except DomainError as exc:
-        await release(request, "open_ticket", data)
         return await _tickets(request, exc.http_status, {"open": exc.message})
     return redirect(request, f"/tickets/{ticket.ticket_id}", "Ticket opened; we will answer here.")
 
@@ -78,14 +77,12 @@ async def reply(request: Request) -> Response:
     await require_login(request)
     data = await form(request)
     tid = ticket_id(request)
-    if not await claim(request, "reply_ticket", data):
-        return redirect(request, f"/tickets/{tid}", "That reply was already sent (once).")
+    body = {"ticket_id": tid, "message": str(data.get("message", "")).strip()}
     try:
-        await call(
-            request, "reply_ticket", {"ticket_id": tid, "message": str(data.get("message", "")).strip()}
-        )
+        await call(request, "reply_ticket", body, form_key(data))
+    except ALREADY_SENT:
+        return redirect(request, f"/tickets/{tid}", "That reply was already sent (once).")
     except DomainError as exc:
-        await release(request, "reply_ticket", data)
         return await _ticket(request, exc.http_status, {"reply": exc.message})
     return redirect(request, f"/tickets/{tid}", "Reply sent.")
 

@@ -12,7 +12,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, redirect, render, require_login
-from proxyplane.adapters.web.forms import claim, forget_reveal, new_token, release, reveal, take_reveal
+from proxyplane.adapters.web.forms import (
+    ALREADY_SENT,
+    forget_reveal,
+    form_key,
+    new_token,
+    reveal,
+    take_reveal,
+)
 from proxyplane.adapters.web.money_pages import as_list, int_param
 from proxyplane.core.errors import DomainError, NotFound
 from proxyplane.domains.webhooks.ops import EndpointCreated, SecretRotated
@@ -77,12 +84,11 @@ async def create(request: Request) -> Response:
     await require_login(request)
     data = await form(request)
     body = fields(data)
-    if not await claim(request, CREATE, data):
-        return redirect(request, "/webhooks", "That form was already sent: the endpoint exists once.")
     try:
-        created = await call(request, CREATE, body)
+        created = await call(request, CREATE, body, form_key(data))
+    except ALREADY_SENT:
+        return redirect(request, "/webhooks", "That form was already sent: the endpoint exists once.")
     except DomainError as exc:
-        await release(request, CREATE, data)
         return await _list(request, exc.http_status, {"create": exc.message}, values=body)
     response = redirect(request, "/webhooks#new-secret", "Endpoint added.")
     reveal(request, response, CREATE, created)
