@@ -119,7 +119,8 @@ async def main(url: str, n: int, profile: str | None = None) -> None:
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                 if prof is not None and profile:
                     with open(profile, "w") as out:
-                        out.write(prof.output_text(unicode=False, color=False, show_all=bool(os.environ.get("PROFILE_ALL"))))
+                        every = bool(os.environ.get("PROFILE_ALL"))  # every frame, libraries included
+                        out.write(prof.output_text(unicode=False, color=False, show_all=every))
                 print(
                     f"{name}: CPU {cpu / n * 1000:.2f} ms, wall {wall / n * 1000:.2f} ms per request (n={n})"
                 )
