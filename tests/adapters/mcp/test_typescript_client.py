@@ -1,0 +1,48 @@
+"""The official MCP TypeScript SDK under Node as a client of /api/v1/mcp on a real loopback port (issue
+21.1): it lists the tools and quotes (2025-11-25 era, the SDK's newest), and a plain Node `fetch` reaches
+the 2026-07-28 stateless core with `server/discover` (the TS SDK has no client for that era yet).
+The Node project is tests/mcp/ts (installed by scripts/install.sh: `npm ci --prefix tests/mcp/ts`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from proxyplane.platform import Platform
+from tests.adapters.mcp.test_loopback import serve
+from tests.adapters.mcp.test_orders import MIX
+from tests.support import Account
+
+pytestmark = pytest.mark.anyio
+PROJECT = Path(__file__).resolve().parents[2] / "mcp" / "ts"
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed: the TypeScript SDK client test needs Node")
+async def test_typescript_sdk_lists_tools_and_quotes(platform: Platform, account: Account) -> None:
+    assert NODE is not None
+    sdk = PROJECT / "node_modules" / "@modelcontextprotocol" / "sdk"
+    assert sdk.is_dir(), "tests/mcp/ts is not installed: run scripts/install.sh (npm ci)"
+    key = await account.key({"catalog:read"})
+    async with serve(platform) as base:
+        proc = await asyncio.create_subprocess_exec(
+            NODE,
+            str(PROJECT / "client.mjs"),
+            json.dumps(MIX),
+            cwd=PROJECT,
+            env={"MCP_URL": f"{base}/api/v1/mcp", "MCP_KEY": key, "PATH": "/usr/bin:/bin"},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    seen = json.loads(out.decode().strip().splitlines()[-1])
+    assert seen["server"]["name"] == "proxyplane"
+    assert {"quote_composite", "order_composite", "whoami"} <= set(seen["tools"])
+    assert seen["quote_error"] is False and seen["quote"]["total_cents"] > 0
+    assert seen["discover_status"] == 200, seen["discover"]
+    assert "2026-07-28" in seen["discover"]["supportedVersions"]
