@@ -35,15 +35,19 @@ async def fresh_prefix(
             )
             .values(retired_at=utcnow())
         )
-        while True:
+        for _ in range(100):
             prefix = random_prefix(length)
             try:
                 row, added = await subnets.add_prefix(
                     uow.session, prefix, country, ripe or country, subnet_len
                 )
-            except ValueError:  # overlaps one on sale: draw again
+            except ValueError as exc:  # overlaps one on sale: draw again
+                if "overlaps" not in str(exc):
+                    raise
                 continue
             if added:
                 break
+        else:
+            raise AssertionError("no free random prefix in 100 draws")
         await uow.commit()
     return row.prefix
