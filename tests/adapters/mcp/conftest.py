@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from fastapi import FastAPI
 from mcp import Client
-from mcp.client.session import ElicitationFnT
+from mcp.client.session import ElicitationFnT, LoggingFnT
 from mcp.client.streamable_http import streamable_http_client
 
 from proxyplane.platform import Platform
@@ -46,10 +46,13 @@ async def mcp_client(
     mode: str = "auto",
     query: str = "",
     elicitation_callback: ElicitationFnT | None = None,
+    logging_callback: LoggingFnT | None = None,
 ) -> AsyncIterator[Client]:
     async with http_client(app, key) as hc:
         transport = streamable_http_client(MCP_URL + query, http_client=hc)
-        async with Client(transport, mode=mode, elicitation_callback=elicitation_callback) as client:
+        async with Client(
+            transport, mode=mode, elicitation_callback=elicitation_callback, logging_callback=logging_callback
+        ) as client:
             yield client
 
 

@@ -15,8 +15,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from proxyplane.adapters.mcp.limits import register_limits_resource
 from proxyplane.adapters.mcp.subsets import ToolSubset
-from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, served_operations
+from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, principal_from, served_operations
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
 from proxyplane.domains.oauth.service import authenticate_token
@@ -36,7 +37,7 @@ def build_server(platform: Platform, registry: dict[str, Operation] | None = Non
     """A fresh server with one tool per registry operation (its session manager runs once); `?tools=`
     and `?scopes=granted` pick a subset per request (subsets.py)."""
     ops = REGISTRY if registry is None else registry
-    return MCPServer(
+    server: MCPServer[Any] = MCPServer(
         "proxyplane",
         title="ProxyPlane",
         instructions=INSTRUCTIONS,
@@ -45,6 +46,8 @@ def build_server(platform: Platform, registry: dict[str, Operation] | None = Non
         log_level="WARNING",
         middleware=[ToolSubset(served_operations(ops))],
     )
+    register_limits_resource(server, platform, principal_from)
+    return server
 
 
 class ApiKeyGate:

@@ -35,6 +35,7 @@ from proxyplane.adapters.mcp.confirm import (
     price_of,
     refused_without_asking,
 )
+from proxyplane.adapters.mcp.limits import warn_near_limits
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.apikeys.service import KeyPrincipal
 from proxyplane.ops import Caller, Effect, Operation, invoke
@@ -324,6 +325,8 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         if op.output is None:
             return CallToolResult(content=[TextContent(type="text", text=f"ok: {op.name} done")])
         content = structured(result, wrap_key)
+        if spends_money(op):  # warnings before limits (issue 21.5)
+            await warn_near_limits(platform, mcp_context, principal_from(mcp_context))
         if op.name == TOP_UP and can_ask(mcp_context, "url"):  # payment at the checkout page (URL mode)
             action = checkout_action(mcp_context)
             if action is None:
