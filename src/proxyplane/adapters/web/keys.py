@@ -117,6 +117,8 @@ def key_body(data: dict[str, Any]) -> dict[str, Any] | str:
             if cents < 0:
                 return "Spending caps are amounts in dollars, e.g. 25 or 12.50."
             body[target] = cents
+    if data.get("confirm_spending"):  # every spend confirmed by the person over MCP (issue 21.3)
+        body["confirm_spending"] = True
     return body
 
 
