@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ipaddress
 from datetime import timedelta
-from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import select
@@ -24,11 +23,11 @@ from proxyplane.core.rotating_gateway import rotating_gateway, static_ports
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy.handlers import owned_service
 from proxyplane.domains.legacy.subnet_lists import unserved_subnets
-from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND
+from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND, legacy_get
 from proxyplane.domains.services import service as services
 from proxyplane.domains.usage import service as usage
 from proxyplane.gateway.local_ips import inactive_by_prefixes
-from proxyplane.ops import LEGACY, Context, Effect, Operation
+from proxyplane.ops import Context
 from proxyplane.storage.models import ServiceIp, StockIp
 from proxyplane.storage.models.prefixes import IPV6_KIND
 
@@ -166,19 +165,7 @@ def _ip_order(address: str) -> tuple[int, int]:
     return ip.version, int(ip)
 
 
-def _op(name: str, handler: Any, input_model: type[BaseModel], scopes: set[str]) -> Operation:
-    return Operation(
-        name=f"legacy_{name}",
-        doors=LEGACY,
-        summary=f"legacy API: {name}",
-        method="GET",
-        path=f"/api/{name}",
-        handler=handler,
-        input=input_model,
-        scopes=frozenset(scopes),
-        effect=Effect.READ,
-        mcp=False,
-    )
+_op = legacy_get
 
 
 IPLIST = _op("iplist", ip_list, ListRef, {Scope.services_read})

@@ -17,12 +17,12 @@ from proxyplane.core.errors import DomainError
 from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy.handlers import owned_service
-from proxyplane.domains.legacy.wire import Money, fail, timestamp
+from proxyplane.domains.legacy.wire import Money, fail, legacy_get, timestamp
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
 from proxyplane.domains.services.ops import emit_changed
 from proxyplane.domains.usage import service as usage
-from proxyplane.ops import LEGACY, Context, Effect, Operation
+from proxyplane.ops import Context, Effect, Operation
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.gateway import StickySession
 
@@ -147,18 +147,7 @@ async def rate(ctx: Context, ref: StickyRef) -> list[dict[str, Any]]:
 
 
 def _op(name: str, handler: Any, scopes: set[str], effect: Effect = Effect.READ) -> Operation:
-    return Operation(
-        name=f"legacy_{name}",
-        doors=LEGACY,
-        summary=f"legacy API: {name}",
-        method="GET",
-        path=f"/api/{name}",
-        handler=handler,
-        input=StickyRef,
-        scopes=frozenset(scopes),
-        effect=effect,
-        mcp=False,
-    )
+    return legacy_get(name, handler, StickyRef, scopes, effect)
 
 
 LIST = _op("sticky_list", sticky_list, {Scope.services_read})

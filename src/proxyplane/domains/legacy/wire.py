@@ -5,6 +5,11 @@ texts of the document's Errors table, raised as `Refused`."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from proxyplane.ops import LEGACY, Effect, Operation
 
 # the document's Errors table, word for word
 INVALID_FORMAT = "Invalid credentials format"
@@ -53,3 +58,21 @@ class Refused(Exception):
 
 def fail(message: str = UNPROCESSABLE, status: int = 422, headers: dict[str, str] | None = None) -> Refused:
     return Refused(message, status, headers)
+
+
+def legacy_get(
+    name: str, handler: Any, input_model: type[BaseModel], scopes: set[str], effect: Effect = Effect.READ
+) -> Operation:
+    """A legacy `GET /api/<name>` operation `legacy_<name>` (the legacy door only, no MCP tool)."""
+    return Operation(
+        name=f"legacy_{name}",
+        doors=LEGACY,
+        summary=f"legacy API: {name}",
+        method="GET",
+        path=f"/api/{name}",
+        handler=handler,
+        input=input_model,
+        scopes=frozenset(scopes),
+        effect=effect,
+        mcp=False,
+    )
