@@ -26,7 +26,9 @@ async def buyer(client: httpx.AsyncClient, platform: Platform, cents: int) -> tu
     return account, await api_key(client, ["services:read", "services:write", "wallet:read", "catalog:read"])
 
 
-async def buy(client: httpx.AsyncClient, count: int = 8, use_balance: str = "1") -> httpx.Response:
+async def buy(
+    client: httpx.AsyncClient, count: int = 8, use_balance: str = "1", country: str = COUNTRY
+) -> httpx.Response:
     return await post_form(
         client,
         "/buy",
@@ -35,7 +37,7 @@ async def buy(client: httpx.AsyncClient, count: int = 8, use_balance: str = "1")
             "product_kind": "proxy_datacenter",
             "geo_source": "maxmind",
             "period_months": "1",
-            f"n_{COUNTRY}": str(count),
+            f"n_{country}": str(count),
             "whitelist": "127.0.0.5",
             "use_balance": use_balance,
             "payment_method": "card",

@@ -13,11 +13,15 @@ from proxyplane.domains.stock.seed import seed_demo
 from proxyplane.platform import Platform
 from tests.adapters.legacy.test_sticky import _session
 from tests.adapters.web.helpers import post_form
-from tests.adapters.web.test_buy_and_services import COUNTRY, buy, buyer
+from tests.adapters.web.test_buy_and_services import buy, buyer
 from tests.domains.stock.support import fresh_stock
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
+
+# a country of its own: fresh_stock retires every live datacenter IP of its country, and the buying tests
+# of test_buy_and_services.py use theirs (PT) at the same time under a parallel run
+COUNTRY = "HU"
 
 
 def cents(text: str, element_id: str) -> int:
@@ -30,7 +34,7 @@ async def test_add_ips_refresh_and_addons(client: httpx.AsyncClient, platform: P
     await fresh_stock(platform, "proxy_datacenter", COUNTRY, 24)
     account, _ = await buyer(client, platform, 50_000)
     key = await account.key()
-    bought = await buy(client, count=8)
+    bought = await buy(client, count=8, country=COUNTRY)
     url = bought.headers["location"]
     sid = url.rsplit("/", 1)[1]
     api = f"/api/v1/customer/services/{sid}"
