@@ -26,7 +26,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
   .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"
 fi
-# the official MCP TypeScript SDK for the Node client test (tests/mcp/ts; the test skips when node is absent)
-if command -v npm >/dev/null && [ ! -d tests/mcp/ts/node_modules/@modelcontextprotocol/sdk ]; then
-  CI=true npm ci --prefix tests/mcp/ts --no-audit --no-fund --loglevel=error </dev/null
+# the official MCP TypeScript SDK for the Node client test (tests/mcp_ts; the test skips when node is absent)
+if command -v npm >/dev/null && [ ! -d tests/mcp_ts/node_modules/@modelcontextprotocol/sdk ]; then
+  CI=true npm ci --prefix tests/mcp_ts --no-audit --no-fund --loglevel=error </dev/null
 fi

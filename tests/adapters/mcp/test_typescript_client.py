@@ -1,7 +1,7 @@
 """The official MCP TypeScript SDK under Node as a client of /api/v1/mcp on a real loopback port (issue
 21.1): it lists the tools and quotes (2025-11-25 era, the SDK's newest), and a plain Node `fetch` reaches
 the 2026-07-28 stateless core with `server/discover` (the TS SDK has no client for that era yet).
-The Node project is tests/mcp/ts (installed by scripts/install.sh: `npm ci --prefix tests/mcp/ts`)."""
+The Node project is tests/mcp_ts (installed by scripts/install.sh: `npm ci --prefix tests/mcp_ts`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.adapters.mcp.test_orders import MIX
 from tests.support import Account
 
 pytestmark = pytest.mark.anyio
-PROJECT = Path(__file__).resolve().parents[2] / "mcp" / "ts"
+PROJECT = Path(__file__).resolve().parents[2] / "mcp_ts"  # not tests/mcp: a dir named mcp shadows the SDK
 NODE = shutil.which("node")
 
 
@@ -26,7 +26,7 @@ NODE = shutil.which("node")
 async def test_typescript_sdk_lists_tools_and_quotes(platform: Platform, account: Account) -> None:
     assert NODE is not None
     sdk = PROJECT / "node_modules" / "@modelcontextprotocol" / "sdk"
-    assert sdk.is_dir(), "tests/mcp/ts is not installed: run scripts/install.sh (npm ci)"
+    assert sdk.is_dir(), "tests/mcp_ts is not installed: run scripts/install.sh (npm ci)"
     key = await account.key({"catalog:read"})
     async with serve(platform) as base:
         proc = await asyncio.create_subprocess_exec(
