@@ -9,7 +9,6 @@ What the gateway enforces comes from `entitlements(session, service_id)`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
@@ -19,6 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, PriceChanged, ValidationFailed
+from proxyplane.domains.addons.entitlements import DEFAULT_BOOK as DEFAULT_BOOK  # what the gateway enforces
+from proxyplane.domains.addons.entitlements import Entitlements as Entitlements  # (entitlements.py; these
+from proxyplane.domains.addons.entitlements import entitlements as entitlements  # names stay importable
+from proxyplane.domains.addons.entitlements import entitlements_many as entitlements_many  # from here)
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing import (
@@ -39,13 +42,6 @@ NAMES = {
     "extra_whitelist_slots": "Extra whitelist IP slots",
     "extra_connections": "Extra concurrent connections",
 }
-DEFAULT_BOOK = "proxy_datacenter"  # included whitelist slots of kinds without a price book (rotating)
-
-
-class Entitlements(NamedTuple):
-    udp_allowed: bool
-    whitelist_limit: int
-    max_connections: int
 
 
 class Offer(NamedTuple):
@@ -376,45 +372,3 @@ def extend(
         addon.paid_cents += line.amount_cents
     addon.period_end = new_end
     addon.monthly_cents = line.unit_price_cents
-
-
-# --- what the gateway enforces ----------------------------------------------------------------------
-
-
-async def entitlements_many(
-    session: AsyncSession, service_ids: Iterable[uuid.UUID]
-) -> dict[uuid.UUID, Entitlements]:
-    """(udp_allowed, whitelist_limit, max_connections) per service: the service's included amounts plus
-    its active add-ons. Unknown ids are left out."""
-    ids = list(service_ids)
-    if not ids:
-        return {}
-    books = await load_pricebooks(session)
-    rows = (await session.execute(select(Service).where(Service.service_id.in_(ids)))).scalars().all()
-    addons = (
-        (
-            await session.execute(
-                select(ServiceAddon).where(ServiceAddon.service_id.in_(ids), ServiceAddon.status == "active")
-            )
-        )
-        .scalars()
-        .all()
-    )
-    out = {}
-    for svc in rows:
-        mine = [a for a in addons if a.service_id == svc.service_id]
-        book = books.get(svc.product_kind) or books[DEFAULT_BOOK]
-        out[svc.service_id] = Entitlements(
-            udp_allowed=any(a.kind == "udp" for a in mine),
-            whitelist_limit=book.included_whitelist_slots
-            + sum(int(a.parameters.get("whitelist_slots", 0)) for a in mine),
-            max_connections=svc.max_connections + sum(int(a.parameters.get("connections", 0)) for a in mine),
-        )
-    return out
-
-
-async def entitlements(session: AsyncSession, service_id: uuid.UUID) -> Entitlements:
-    found = await entitlements_many(session, [service_id])
-    if service_id not in found:
-        raise NotFound(f"service {service_id} not found")
-    return found[service_id]
