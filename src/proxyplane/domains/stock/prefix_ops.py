@@ -10,9 +10,7 @@ from pydantic import BaseModel
 
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.stock import subnets
-from proxyplane.ops import Auth, Context, Effect, Operation, register
-
-CLI = frozenset({"cli"})
+from proxyplane.ops import Context, Effect, operator_op, register
 
 
 class NewPrefix(BaseModel):
@@ -59,19 +57,7 @@ async def retire_prefix(ctx: Context, data: PrefixRef) -> dict[str, Any]:
     return {"retired": int(done)}
 
 
-def _op(name: str, handler: Any, input: type[BaseModel], effect: Effect = Effect.WRITE) -> Operation:
-    return Operation(
-        name=f"operator_{name}",
-        summary=f"operator: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/admin/{name}",
-        handler=handler,
-        input=input,
-        effect=effect,
-        auth=Auth.NONE,
-        mcp=False,
-        doors=CLI,
-    )
+_op = operator_op  # doors {"cli"}, no API key (ops.operator_op)
 
 
 ADD_PREFIX = _op("stock_add_prefix", add_prefix, NewPrefix)
