@@ -16,9 +16,11 @@ from fastapi import FastAPI
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
+from sqlalchemy import select
 
 from proxyplane.domains.oauth import service
 from proxyplane.platform import Platform
+from proxyplane.storage.models.webhooks import Event
 from tests.adapters.oauth.conftest import (
     BASE,
     MCP_URL,
@@ -101,6 +103,13 @@ async def test_consent_grant_scopes_refresh_rotation_and_revocation(
     assert profile.is_error is False and profile.structured_content is not None
     assert profile.structured_content["email"] == account.email
     assert refused.is_error is True and "missing_scope" in text(refused) and "wallet:read" in text(refused)
+    async with app.state.platform.db.unit_of_work(write=False) as uow:  # the event shows the final prefix
+        created = await uow.session.scalars(
+            select(Event.data).where(
+                Event.customer_id == account.customer_id, Event.type == "api_key.created"
+            )
+        )
+        assert [d["prefix"] for d in created] == [service.GRANT_KEY_PREFIX]
 
     # refresh: a new pair, the old refresh token is spent; replaying it ends the grant
     rotated = await token(http, grant_type="refresh_token", refresh_token=refresh, client_id=client_id)

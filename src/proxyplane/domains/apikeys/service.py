@@ -27,8 +27,10 @@ async def create_key(
     scopes: frozenset[str],
     granted_by: frozenset[str] | None = None,
     confirm_spending: bool = False,
+    prefix: str | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key; `granted_by` is the creating key's scopes: a key cannot grant what it lacks."""
+    """Create a key; `granted_by` is the creating key's scopes: a key cannot grant what it lacks.
+    `prefix` replaces the shown prefix of the raw key (an OAuth grant's row, whose raw key is never used)."""
     unknown = sorted(scopes - ALL_SCOPES)
     if unknown:
         raise ValidationFailed(f"unknown scope(s): {', '.join(unknown)}", field="scopes")
@@ -48,7 +50,7 @@ async def create_key(
         name=name.strip(),
         scopes=sorted(scopes),
         key_hash=hash_api_key(raw),
-        prefix=raw[: len(API_KEY_PREFIX) + 6],
+        prefix=prefix if prefix is not None else raw[: len(API_KEY_PREFIX) + 6],
         confirm_spending=confirm_spending,
     )
     session.add(key)

@@ -123,8 +123,9 @@ async def approve(
     )
     for (grant_id,) in earlier.all():
         await revoke_grant(session, customer_id, grant_id)
-    key, _unused = await create_key(session, customer_id, f"OAuth: {client_name}"[:100], scopes)
-    key.prefix = GRANT_KEY_PREFIX
+    key, _unused = await create_key(
+        session, customer_id, f"OAuth: {client_name}"[:100], scopes, prefix=GRANT_KEY_PREFIX
+    )
     await set_caps(session, key.id, daily_limit_cents, total_limit_cents)
     grant = OAuthGrant(
         customer_id=customer_id,
