@@ -18,6 +18,7 @@ from proxyplane.domains.renewals.service import RenewalPolicy
 from proxyplane.domains.renewals.steps import PassReport
 from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
 from proxyplane.jobs.idempotency_prune import prune_idempotency
+from proxyplane.jobs.oauth_prune import prune_oauth
 from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.observability import metrics
 from proxyplane.platform import Platform
@@ -38,6 +39,7 @@ async def run_once(
     for service_id in report.changed:
         platform.emit(ENTITLEMENTS_CHANGED, service_id)
     await prune_idempotency(platform.db)  # by the real clock, not `now`: retention of replay records
+    await prune_oauth(platform.db)  # spent OAuth requests and tokens, by the real clock too
     return report
 
 
