@@ -97,7 +97,8 @@ async def test_oauth_consent_in_the_browser_then_tool_calls_and_revocation(
     )
     async with async_api.async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = await browser.new_page()
+        page = await browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)  # a phone
+        fits = "document.documentElement.scrollWidth <= window.innerWidth + 1"  # nothing overflows
         page.on("dialog", lambda dialog: dialog.accept())
 
         async def open_in_browser(url: str) -> None:
@@ -108,6 +109,7 @@ async def test_oauth_consent_in_the_browser_then_tool_calls_and_revocation(
             await page.click("button:has-text('Sign in')")
             await page.wait_for_url("**/oauth/consent**")
             assert "Browser Agent" in await page.inner_text("h1")
+            assert await page.evaluate(fits)
             await page.locator("input[name=scopes]").evaluate_all(
                 "els => els.forEach(e => e.checked = false)"
             )
@@ -147,6 +149,7 @@ async def test_oauth_consent_in_the_browser_then_tool_calls_and_revocation(
 
         await page.goto(base_url + "/keys")
         assert "Browser Agent" in await page.inner_text("#oauth-clients")
+        assert await page.evaluate(fits)
         await page.click("#oauth-clients button:has-text('Revoke')")
         await page.wait_for_selector("text=revoked")
         await browser.close()
