@@ -244,6 +244,8 @@ async def test_dashboard_lists_and_revokes_a_grant_and_consent_can_deny(
         MCP_URL,
     )
     assert principal is not None and principal.confirm_spending is True and "wallet:spend" in principal.scopes
+    forged = await http.post(f"/oauth/grants/{grants[0].grant_id}/revoke", data={"csrf": "forged"})
+    assert forged.status_code == 403 and await mcp_status(http, tokens["access_token"]) == 200
     revoked = await http.post(f"/oauth/grants/{grants[0].grant_id}/revoke", data={"csrf": csrf_of(page)})
     assert revoked.status_code == 303
     assert await mcp_status(http, tokens["access_token"]) == 401
@@ -254,6 +256,10 @@ async def test_dashboard_lists_and_revokes_a_grant_and_consent_can_deny(
     r = await authorize(http, client_id, challenge)
     page = await http.get(r.headers["location"])
     request_id = page.text.split('name="request" value="')[1].split('"')[0]
+    no_csrf = await http.post(
+        "/oauth/consent", data={"request": request_id, "action": "allow", "scopes": "x"}
+    )
+    assert no_csrf.status_code == 403  # the consent form carries the dashboard's CSRF token like every form
     denied = await http.post(
         "/oauth/consent", data={"csrf": csrf_of(page), "request": request_id, "action": "deny"}
     )
