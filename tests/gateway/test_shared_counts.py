@@ -10,6 +10,7 @@ import time
 
 from proxyplane.gateway.access import ServiceEntry
 from proxyplane.gateway.limits import WorkerLimiter
+from proxyplane.gateway.routing import Pool
 from proxyplane.gateway.shared_counts import SharedCounts, SharedRegion, StripedCounts, WorkerStats
 from proxyplane.gateway.shared_sticky import SharedSticky, sticky_key
 from proxyplane.gateway.sticky_sync import SharedRouter
@@ -222,19 +223,19 @@ def test_two_workers_routers_agree_on_a_sid() -> None:
         exit_ips={f"127.0.1.{i}": "de" for i in range(1, 60)},
     )
     for sid in (f"s{i}" for i in range(50)):
-        assert a._sticky(entry, sid, list(entry.exit_ips), None) == b._sticky(
-            entry, sid, list(entry.exit_ips), None
+        assert a._sticky(entry, sid, Pool(entry.exit_ips), None) == b._sticky(
+            entry, sid, Pool(entry.exit_ips), None
         )
-    ip = b._sticky(entry, "s1", list(entry.exit_ips), None)
+    ip = b._sticky(entry, "s1", Pool(entry.exit_ips), None)
     assert ("svc", "s1") in a.dirty and ("svc", "s1") not in b.dirty  # a created it: a writes it
     b.adopt("svc", "s1", "127.0.1.77", now[0], now[0] + 60, force=True)  # the API rotated it
-    assert a._sticky(entry, "s1", [*entry.exit_ips, "127.0.1.77"], None) == "127.0.1.77" != ip
+    assert a._sticky(entry, "s1", Pool([*entry.exit_ips, "127.0.1.77"]), None) == "127.0.1.77" != ip
     a.forget("svc", "s1")
-    fresh = b._sticky(entry, "s1", list(entry.exit_ips), None)
-    assert a._sticky(entry, "s1", list(entry.exit_ips), None) == fresh
+    fresh = b._sticky(entry, "s1", Pool(entry.exit_ips), None)
+    assert a._sticky(entry, "s1", Pool(entry.exit_ips), None) == fresh
     now[0] += entry.sticky_ttl + 1  # expired: a new choice, again the same for both
-    assert b._sticky(entry, "s2", list(entry.exit_ips), None) == a._sticky(
-        entry, "s2", list(entry.exit_ips), None
+    assert b._sticky(entry, "s2", Pool(entry.exit_ips), None) == a._sticky(
+        entry, "s2", Pool(entry.exit_ips), None
     )
 
 
