@@ -110,7 +110,7 @@ async def test_usage_adds_up_and_thresholds_fire_once(platform: Platform) -> Non
                     func.sum(SubuserUsageMinute.bytes_up + SubuserUsageMinute.bytes_down),
                     func.sum(SubuserUsageMinute.requests),
                 )
-                .where(SubuserUsageMinute.subuser_pk.in_([a, b]))
+                .where(SubuserUsageMinute.subuser_pk.in_([a, b]), SubuserUsageMinute.minute == MINUTE)
                 .group_by(SubuserUsageMinute.subuser_pk)
             )
         ).all()
