@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -113,6 +114,20 @@ async def one_pass(cfg: dict[str, Any], engine: bool) -> dict[str, Any]:
         meter = node.gateway.ctx.meter
         meter.harvest()
         out["errors"] = sorted({(row.service_id, cat) for row in meter.drain() for cat in row.errors})
+        # refused upstreams (nothing listens on ``dead``) from rotating addresses: metered per subnet, and
+        # flushed to the store by node.close() (the test reads them through the usage errors operation)
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+            dead = s.getsockname()[1]
+        refused_http = await http_get(http, f"http://v6.test:{dead}/", basic(a["login"], a["password"]))
+        status, _, writer = await connect_tunnel(http, f"v6.test:{dead}", basic(a["login"], a["password"]))
+        writer.close()
+        rep, _, _, writer = await socks_connect(socks, "v6.test", dead, a["login"], a["password"])
+        writer.close()
+        out["refused"] = [refused_http[0], status, rep]
+        pending = meter.drain()
+        out["exit_errors"] = sorted({ip for row in pending for ip, _ in row.exit_errors})
+        meter.restore(pending)
         out["requests_s"] = time.perf_counter() - started - out["start_s"]
         out["local_prefixes"] = [str(n) for n in local_prefixes() or ()]
         out["origin_peers"] = sorted({p for p, _, _ in origin.seen})

@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import uuid
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +29,17 @@ from sqlalchemy.engine import make_url
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.stock import subnets as stock_subnets
 from proxyplane.gateway import subusers
-from proxyplane.gateway.access import Grant, ServiceEntry
+from proxyplane.gateway.access import AccessTable, Grant, ServiceEntry
+from proxyplane.gateway.context import Context, Settings
+from proxyplane.gateway.limits import ConnectionLimiter
+from proxyplane.gateway.metering import Meter
 from proxyplane.gateway.protocol.username import UsernameOptions
 from proxyplane.gateway.routing import Router, RoutingError
 from proxyplane.gateway.subnets import SubnetExits
 from proxyplane.gateway.subusers import SubuserEntry
 from proxyplane.platform import Platform
 from proxyplane.storage.models.prefixes import StockPrefix
+from tests.adapters.legacy.support import auth as legacy_auth
 from tests.support import bearer, make_account
 
 from .test_store_changes import store_sync
@@ -111,6 +117,40 @@ def test_router_draws_from_the_subnet_only() -> None:
     assert {subnet_of(router.choose(derived, None)) for _ in range(20)} == {"2001:db8:0:6::/64"}
 
 
+def test_exit_errors_are_counted_per_subnet() -> None:
+    """Upstream failures from random addresses of a subnet service count under the subnet (one key per
+    subnet, not per address), a sub-user's too; an IPv4 exit and an IPv6 exit IP of a per-address service
+    stay per address."""
+    sub = SubuserEntry(1, "sub-1", "a-sub", "pw", countries=frozenset({"us"}))
+    v6 = replace(entry({"2001:db8:0:5::/64": "de", "2001:db8:0:6::/64": "us"}), subusers=(sub,))
+    v4 = ServiceEntry("svc-b", "rotating", "b", "pw", {"127.0.0.9": "de", "::9": "de"})
+    table = AccessTable([v6, v4])
+    ctx = Context(table, Router(), ConnectionLimiter(), Meter(), Settings())
+    router = Router(rng=random.Random(3))
+    drawn = [router.choose(Grant(v6, None), None) for _ in range(50)]
+    for address in drawn:
+        ctx.error("svc-a", "h", "refused", address)
+    ctx.error("svc-a", "h", "timeout", "2001:db8:0:6::7")
+    ctx.error("svc-a", "h", "dns", "2001:db8:0:5::8")  # not the exit's fault: no exit error
+    ctx.error("svc-b", "h", "refused", "127.0.0.9")
+    ctx.error("svc-b", "h", "connect", "::9")
+    mid = subusers.metering_id("svc-a", 1)
+    ctx.error(mid, "h", "refused", "2001:db8:0:6::1:2")
+    exits = {(r.service_id, *k): n for r in ctx.meter.drain() for k, n in r.exit_errors.items()}
+    per_subnet = {
+        net: sum(subnet_of(ip) == net for ip in drawn) for net in ("2001:db8:0:5::/64", "2001:db8:0:6::/64")
+    }
+    assert min(per_subnet.values()) > 0  # both subnets drawn from
+    assert exits == {
+        ("svc-a", "2001:db8:0:5::/64", "refused"): per_subnet["2001:db8:0:5::/64"],
+        ("svc-a", "2001:db8:0:6::/64", "refused"): per_subnet["2001:db8:0:6::/64"],
+        ("svc-a", "2001:db8:0:6::/64", "timeout"): 1,
+        ("svc-b", "127.0.0.9", "refused"): 1,
+        ("svc-b", "::9", "connect"): 1,
+        (mid, "2001:db8:0:6::/64", "refused"): 1,
+    }
+
+
 async def routed_prefix(platform: Platform, country: str) -> str:
     """A fresh /56 of 2001:db8::/48 (the prefix the namespace routes to lo) as the only proxy_ipv6 stock of
     ``country`` (engineer D's prefix import; other live prefixes of that country are retired)."""
@@ -156,6 +196,7 @@ async def ipv6_service(client: Any, account: Any, country: str, mode: str = "rot
         "login": auth["login"],
         "password": auth["password"],
         "subnet": svc["ips"][0]["ip"],
+        "number": svc["service_number"],
         "key": key,
         "pin": None,
     }
@@ -265,3 +306,16 @@ async def test_ipv6_exits_end_to_end_in_a_namespace(client, platform, account, t
         assert p["no_aaaa_socks"] == 4  # host unreachable
         assert p["ipv4_literal_http"][0] == 502 and "IPv6" in p["ipv4_literal_http"][1]
         assert [a["service_id"], "no_ipv6"] in p["errors"]
+        # refused upstreams from random addresses: one exit-error key, A's subnet (not one per address)
+        assert p["refused"] == [502, 502, 5] and p["exit_errors"] == [a_net]
+    # ... and so in the usage errors operation (both passes flushed at close: 2 x HTTP, CONNECT, SOCKS5)
+    now = utcnow()
+    window = {
+        "start": (now - timedelta(minutes=5)).isoformat(),
+        "end": (now + timedelta(minutes=1)).isoformat(),
+    }
+    r = await client.get(f"{API}/{a['service_id']}/usage/errors", params=window, headers=bearer(a["key"]))
+    assert r.status_code == 200, r.text
+    assert r.json()["errors_by_exit_ip"] == {a_net: {"refused": 6}}
+    r = await client.get(f"/api/networkstatus/errors/{a['number']}", headers=legacy_auth(account))
+    assert r.status_code == 200 and r.json() == [a_net], r.text

@@ -13,6 +13,7 @@ from .destinations import DEFAULT_DENY, DestinationPolicy
 from .limits import ConnectionLimiter
 from .metering import Meter
 from .routing import Router
+from .subnets import error_exit
 from .upstream import UpstreamPool
 
 # upstream failures attributed to the exit IP they were made from (not dns: that is the name's fault,
@@ -57,11 +58,12 @@ class Context:
 
     def error(self, service_id: str | None, host: str, reason: str, exit_ip: str = "") -> None:
         """Count an error; upstream failures that say something about the exit IP used (EXIT_FAULTS)
-        are attributed to ``exit_ip`` as well (exit-IP health)."""
+        are attributed to ``exit_ip`` as well (exit-IP health), or to its subnet when the service draws
+        IPv6 exits from subnets (subnets.error_exit: one row per subnet, not per random address)."""
         metrics.error(reason)
         if service_id is None:
             self.unattributed_errors[reason] += 1
         elif exit_ip and reason in EXIT_FAULTS:
-            self.meter.exit_error(service_id, host, exit_ip, reason)
+            self.meter.exit_error(service_id, host, error_exit(self.access, service_id, exit_ip), reason)
         else:
             self.meter.record(service_id, host, error=reason)

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.storage.models.prefixes import ServiceSubnet
 
 if TYPE_CHECKING:
-    from .access import Grant
+    from .access import AccessProvider, Grant
 
 NO_IPV6 = "no_ipv6"  # the usage error category: the destination cannot be reached over IPv6
 IPV4_DESTINATION = "destination is an IPv4 address; this service's exits are IPv6"
@@ -66,12 +66,17 @@ class SubnetExits(dict[str, str]):
 
     def country_of(self, address: str) -> str | None:
         """The country of the subnet holding ``address``; None when no subnet holds it."""
+        net = self.holding(address)
+        return None if net is None else net[2]
+
+    def holding(self, address: str) -> Net | None:
+        """The subnet holding ``address``; None when no subnet holds it."""
         value = _int(address)
         if value is None:
             return None
-        for network, bits, country in self.nets:
-            if value >> bits == network >> bits:
-                return country
+        for net in self.nets:
+            if value >> net[1] == net[0] >> net[1]:
+                return net
         return None
 
 
@@ -114,6 +119,21 @@ def one_off(grant: Grant) -> bool:
         and entry.session_mode == "rotating"
         and (grant.options is None or grant.options.sid is None)
     )
+
+
+def error_exit(access: AccessProvider, service_id: str, exit_ip: str) -> str:
+    """What an upstream failure from ``exit_ip`` is counted under (metering's exit errors, the usage errors
+    operation's ``errors_by_exit_ip``): the subnet (CIDR) of the service that holds the address when the
+    service draws its exits from subnets, so a rotating IPv6 service has one row per subnet instead of one
+    per random address; any other exit (IPv4, an IPv6 exit IP row, a service no longer known) as is."""
+    if ":" not in exit_ip:
+        return exit_ip
+    entry = access.get(service_id)
+    exits = entry.exit_ips if entry is not None else None
+    if not isinstance(exits, SubnetExits):
+        return exit_ip
+    net = exits.holding(exit_ip)
+    return exit_ip if net is None else f"{draw_at(net, 0)}/{128 - net[1]}"
 
 
 def draw_at(net: Net, offset: int) -> str:

@@ -161,8 +161,8 @@ async def error_ips(ctx: Context, ref: StatusRef) -> list[str]:
 
 
 def _ip_order(address: str) -> tuple[int, int]:
-    ip = ipaddress.ip_address(address)
-    return ip.version, int(ip)
+    net = ipaddress.ip_network(address, strict=False)  # an exit IP, or an IPv6 service's subnet (CIDR)
+    return net.version, int(net.network_address)
 
 
 _op = legacy_get
