@@ -16,6 +16,7 @@ from proxyplane.domains.services import service as services
 from proxyplane.domains.services.ops import emit_changed
 from proxyplane.ops import Context, Effect, Operation, register
 from proxyplane.storage.models import Service
+from proxyplane.storage.models.prefixes import IPV6_KIND
 
 
 class ServiceRef(BaseModel):
@@ -77,7 +78,9 @@ class ConfigOut(BaseModel):
     username_syntax: str
     username_example: str
     ttl_minutes_options: list[int]
-    countries: list[str] = Field(description="countries of the exit pool (username option country-XX)")
+    countries: list[str] = Field(
+        description="countries of the exit pool (username option country-XX); IPv6: of the service's subnets"
+    )
 
 
 class WhitelistIn(BaseModel):
@@ -132,7 +135,7 @@ async def proxy_ips(ctx: Context, data: ServiceRef) -> IpsOut:
     svc = await owned(ctx, data.service_id)
     gw = GatewaySettings()
     ips = [] if proxy.is_rotating(svc) else await services.service_ips(ctx.session, svc.service_id)
-    if svc.product_kind == "proxy_ipv6":  # one entry per subnet, all on the IPv4 rotating endpoint
+    if svc.product_kind == IPV6_KIND:  # one entry per subnet, all on the IPv4 rotating endpoint
         rot = rotating_gateway()
         return IpsOut(
             service_id=svc.service_id,
@@ -191,7 +194,10 @@ async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
     proxy.require_rotating(svc)
     gw = rotating_gateway()  # the configuration, never the copy stored with old products/services
     settings = await proxy.settings_row(ctx.session, svc)
-    pool = await proxy.exit_pool(ctx.session, svc)
+    if svc.product_kind == IPV6_KIND:  # its subnets' countries (-country-XX picks among them)
+        countries = {i.country for i in await services.service_ips(ctx.session, svc.service_id)}
+    else:
+        countries = set((await proxy.exit_pool(ctx.session, svc)).values())
     return ConfigOut(
         service_id=svc.service_id,
         host=gw.host,
@@ -202,7 +208,7 @@ async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
         username_syntax="<login>[-session-<sid>][-ttl-<1|2|3|5|10|15>m][-country-<cc>]",
         username_example=f"{svc.login}-session-abc123-ttl-10m-country-us",
         ttl_minutes_options=list(proxy.TTL_MINUTES),
-        countries=sorted({c.lower() for c in pool.values() if c}),
+        countries=sorted({c.lower() for c in countries if c}),
     )
 
 
