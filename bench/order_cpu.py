@@ -6,6 +6,13 @@ the wall time per request. A shared machine stretches wall time far more than CP
     .venv/bin/python bench/order_cpu.py postgresql://postgres@127.0.0.1:55432/pp_a_bench 300
     .venv/bin/python bench/order_cpu.py sqlite:////tmp/pp_order_cpu.db 300
     .venv/bin/python bench/order_cpu.py <url> 300 /tmp/order.txt  # + pyinstrument profile
+    .venv/bin/python bench/order_cpu.py <url> 300 --parts  # + the same order one layer lower each time
+
+`--parts` splits an order's CPU by removing one layer at a time (same orders, same process): the whole
+REST request; `invoke()` called directly (no HTTP/ASGI, FastAPI, key check, body validation, JSON);
+`place_order` in a bare unit of work (no idempotency claim/store, no response model); one trivial
+statement per unit of work (the floor: pool checkout, BEGIN, one round trip, COMMIT); eleven (the
+difference is ten statements' cost through the session).
 
 The database is emptied first (PostgreSQL: its public schema is DROPPED; SQLite: the file is removed).
 """
@@ -18,47 +25,108 @@ import sys
 # run as `python bench/order_cpu.py`, bench/platform.py would shadow the standard library's `platform`
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
 
 import asyncio  # noqa: E402
 import random  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
+from typing import Any  # noqa: E402
 
 import httpx  # noqa: E402
 from pyinstrument import Profiler  # noqa: E402
-from sqlalchemy import insert, text  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
 
+from bench.fresh_db import fresh_database  # noqa: E402
 from proxyplane.core.scopes import ALL_SCOPES  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 from proxyplane.platform import Platform  # noqa: E402
 from proxyplane.storage.engine import Database  # noqa: E402
-from proxyplane.storage.migrate import upgrade  # noqa: E402
 from proxyplane.storage.models import StockIp  # noqa: E402
 
 
-async def prepare(url: str) -> None:
-    if url.startswith("postgresql"):
-        db = Database(url)
-        async with db.engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await db.dispose()
-    else:
-        path = url.split("///", 1)[1]
-        if os.path.exists(path):
-            os.remove(path)
-    await upgrade(url)
+def _order_in() -> Any:
+    from proxyplane.domains.orders.ops import OrderIn
+
+    return OrderIn(
+        product_kind="proxy_datacenter",
+        period_months=1,
+        segments=[{"country": "US", "count": random.randint(7, 12)}],  # type: ignore[list-item]
+        whitelist_ips=["127.0.0.9"],
+        use_balance=True,
+        idempotency_key=uuid.uuid4().hex,
+    )
 
 
-async def main(url: str, n: int, profile: str | None = None) -> None:
+def layers(platform: Platform, customer_id: int, key: str) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
+    """The same order one layer lower each time (`--parts`)."""
+    from proxyplane.domains.apikeys.service import authenticate
+    from proxyplane.domains.orders import service as orders
+    from proxyplane.ops import REGISTRY, Caller, invoke
+
+    op = REGISTRY["order_composite"]
+    caller: list[Caller] = []
+
+    async def direct_invoke() -> None:
+        if not caller:
+            principal = await authenticate(platform.db, key, "127.0.0.9")
+            assert principal is not None
+            caller.append(Caller(principal.customer_id, principal.key_id, principal.scopes, "127.0.0.9"))
+        await invoke(platform, op, caller[0], _order_in())
+
+    async def bare_place_order() -> None:
+        data = _order_in()
+        async with platform.db.unit_of_work() as uow:
+            await orders.place_order(
+                uow.session,
+                platform.secrets,
+                platform.processor(),
+                customer_id=customer_id,
+                product_kind=data.product_kind,
+                geo_source=data.geo_source,
+                period_months=data.period_months,
+                segments=[(s.country, s.count) for s in data.segments],
+                whitelist_ips=data.whitelist_ips,
+                use_balance=True,
+                payment_method="card",
+                idempotency_key=data.idempotency_key,
+                postgres=uow.dialect == "postgresql",
+            )
+            await uow.commit()
+
+    from sqlalchemy import text
+
+    one = text("SELECT 1")
+
+    async def one_statement() -> None:
+        async with platform.db.unit_of_work() as uow:
+            await uow.session.execute(one)
+            await uow.commit()
+
+    async def eleven_statements() -> None:  # minus the above: ten statements' cost
+        async with platform.db.unit_of_work() as uow:
+            for _ in range(11):
+                await uow.session.execute(one)
+            await uow.commit()
+
+    return [
+        ("invoke() direct", direct_invoke),
+        ("place_order bare", bare_place_order),
+        ("1 statement", one_statement),
+        ("11 statements", eleven_statements),
+    ]
+
+
+async def main(url: str, n: int, profile: str | None = None, parts: bool = False) -> None:
     from proxyplane.app import create_app
     from proxyplane.domains.accounts import service as accounts
     from proxyplane.domains.apikeys.service import create_key
     from proxyplane.domains.wallet.service import credit
 
     url = Settings(database_url=url).resolved_database_url()
-    await prepare(url)
+    await fresh_database(url)
     with tempfile.TemporaryDirectory(prefix="pp-order-cpu-") as home:
         settings = Settings(
             home=home, database_url=url, secret_key="bench", public_base_url="http://testserver"
@@ -103,7 +171,13 @@ async def main(url: str, n: int, profile: str | None = None) -> None:
                 r = await client.get("/api/v1/customer/wallet/balance", headers=headers)
                 assert r.status_code == 200, r.text
 
-            for name, call in (("order", order), ("balance GET", balance)):
+            calls: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+                ("order", order),
+                ("balance GET", balance),
+            ]
+            if parts:
+                calls += layers(platform, customer.id, key)
+            for name, call in calls:
                 for _ in range(20):  # warm-up: statement caches, pool
                     await call()
                 prof = (
@@ -129,10 +203,12 @@ async def main(url: str, n: int, profile: str | None = None) -> None:
 
 
 if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--parts"]
     asyncio.run(
         main(
-            sys.argv[1],
-            int(sys.argv[2]) if len(sys.argv) > 2 else 300,
-            sys.argv[3] if len(sys.argv) > 3 else None,
+            args[0],
+            int(args[1]) if len(args) > 1 else 300,
+            args[2] if len(args) > 2 else None,
+            parts="--parts" in sys.argv,
         )
     )

@@ -24,6 +24,7 @@ import sys
 # run as `python bench/platform.py`, this file would shadow the standard library's `platform` module
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
 
 
 import argparse  # noqa: E402
@@ -42,10 +43,10 @@ from typing import Any  # noqa: E402
 import httpx  # noqa: E402
 from sqlalchemy import insert, text  # noqa: E402
 
+from bench.fresh_db import fresh_database  # noqa: E402
 from proxyplane.core.scopes import ALL_SCOPES  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 from proxyplane.storage.engine import Database  # noqa: E402
-from proxyplane.storage.migrate import upgrade  # noqa: E402
 from proxyplane.storage.models import StockIp  # noqa: E402
 
 Row = tuple[str, str, str, bool]
@@ -87,16 +88,6 @@ def cpu_seconds(pid: int) -> float:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
-
-
-async def reset(url: str) -> None:
-    if url.startswith("postgresql"):
-        db = Database(url)
-        async with db.engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await db.dispose()
-    await upgrade(url)
 
 
 async def generate(url: str, size: dict[str, int]) -> list[str]:
@@ -364,7 +355,7 @@ def data_rows() -> Any:
 async def bench(url: str, size_name: str, with_data: bool) -> tuple[list[Row], list[Row]]:
     size = SIZES[size_name]
     with tempfile.TemporaryDirectory(prefix="pp-bench-") as tmp:
-        await reset(url)
+        await fresh_database(url)
         keys = await generate(url, size)
         rows = await measure_orders(url, size, keys, Path(tmp))
     checks = await invariants(url)

@@ -17,6 +17,7 @@ import sys
 # run as `python bench/subuser_metering.py`, bench/platform.py would shadow the standard library's `platform`
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
 
 import asyncio  # noqa: E402
 import tempfile  # noqa: E402
@@ -25,28 +26,14 @@ import uuid  # noqa: E402
 from datetime import UTC, datetime, timedelta  # noqa: E402
 from typing import Any  # noqa: E402
 
-from sqlalchemy import event, insert, select, text  # noqa: E402
+from sqlalchemy import event, insert, select  # noqa: E402
 
+from bench.fresh_db import fresh_database  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 from proxyplane.platform import Platform  # noqa: E402
 from proxyplane.storage.engine import Database  # noqa: E402
-from proxyplane.storage.migrate import upgrade  # noqa: E402
 
 LIMIT = 1_000_000
-
-
-async def prepare(url: str) -> None:
-    if url.startswith("postgresql"):
-        db = Database(url)
-        async with db.engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-        await db.dispose()
-    else:
-        path = url.split("///", 1)[1]
-        if os.path.exists(path):
-            os.remove(path)
-    await upgrade(url)
 
 
 async def subusers(platform: Platform, customer_id: int, n: int) -> list[int]:
@@ -129,7 +116,7 @@ async def main(url: str, sizes: list[int]) -> None:
     from proxyplane.domains.accounts import service as accounts
 
     url = Settings(database_url=url).resolved_database_url()
-    await prepare(url)
+    await fresh_database(url)
     with tempfile.TemporaryDirectory(prefix="pp-subuser-metering-") as home:
         platform = Platform(Settings(home=home, database_url=url, secret_key="bench"), Database(url))
         async with platform.db.unit_of_work() as uow:
