@@ -6,11 +6,27 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from standardwebhooks import Webhook
+
+from proxyplane.core.settings import Settings
+
+
+def loopback_webhooks(settings: Settings, **changes: Any) -> Settings:
+    """`settings` for deliveries to a loopback receiver: http to 127.0.0.1 allowed, retries after 10-50 ms,
+    a 3 s timeout; `changes` on top (e.g. webhook_max_attempts=1)."""
+    update: dict[str, Any] = {
+        "webhooks_allow_http_loopback": True,
+        "webhook_retry_base_seconds": 0.01,
+        "webhook_retry_max_seconds": 0.05,
+        "webhook_timeout_seconds": 3.0,
+    }
+    return settings.model_copy(update=update | changes)
 
 
 @dataclass
@@ -84,3 +100,15 @@ class Receiver:
         """Every received request verified with the standardwebhooks library (raises if one fails)."""
         wh = Webhook(secret)
         return [dict(wh.verify(r.body, r.headers)) for r in self.received]
+
+
+@asynccontextmanager
+async def running_receiver() -> AsyncIterator[Receiver]:
+    """A started Receiver, stopped on the way out unless the test stopped it already."""
+    r = Receiver()
+    await r.start()
+    try:
+        yield r
+    finally:
+        if r._server is not None:
+            await r.stop()

@@ -15,7 +15,7 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Event, Ticket, WebhookDelivery
-from tests.jobs.receiver import Receiver
+from tests.jobs.receiver import Receiver, loopback_webhooks, running_receiver
 from tests.support import Account, bearer
 
 pytestmark = pytest.mark.anyio
@@ -23,23 +23,13 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    return settings.model_copy(
-        update={
-            "webhooks_allow_http_loopback": True,
-            "webhook_retry_base_seconds": 0.01,
-            "webhook_retry_max_seconds": 0.05,
-            "webhook_timeout_seconds": 3.0,
-        }
-    )
+    return loopback_webhooks(settings)
 
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    r = Receiver()
-    await r.start()
-    yield r
-    if r._server is not None:
-        await r.stop()
+    async with running_receiver() as r:
+        yield r
 
 
 @pytest.fixture

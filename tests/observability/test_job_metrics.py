@@ -14,7 +14,7 @@ from proxyplane.core.settings import Settings
 from proxyplane.jobs.renewals import run_once
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
-from tests.jobs.receiver import Receiver
+from tests.jobs.receiver import Receiver, loopback_webhooks, running_receiver
 from tests.jobs.test_webhook_worker import drain, make_endpoint
 from tests.support import Account
 
@@ -25,22 +25,13 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    return settings.model_copy(
-        update={
-            "webhooks_allow_http_loopback": True,
-            "webhook_retry_base_seconds": 0.01,
-            "webhook_retry_max_seconds": 0.05,
-            "webhook_timeout_seconds": 3.0,
-        }
-    )
+    return loopback_webhooks(settings)
 
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    r = Receiver()
-    await r.start()
-    yield r
-    await r.stop()
+    async with running_receiver() as r:
+        yield r
 
 
 def scrape() -> dict:

@@ -15,7 +15,7 @@ from proxyplane.core.settings import Settings
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
 from tests.adapters.web.helpers import csrf_of, follow, post_form, signup
-from tests.jobs.receiver import Receiver
+from tests.jobs.receiver import Receiver, loopback_webhooks, running_receiver
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
@@ -24,21 +24,13 @@ API = "/api/v1/customer/webhooks"
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
-    return settings.model_copy(
-        update={
-            "webhooks_allow_http_loopback": True,
-            "webhook_max_attempts": 1,
-            "webhook_timeout_seconds": 3.0,
-        }
-    )
+    return loopback_webhooks(settings, webhook_max_attempts=1)
 
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    r = Receiver()
-    await r.start()
-    yield r
-    await r.stop()
+    async with running_receiver() as r:
+        yield r
 
 
 async def web_user_with_key(client: httpx.AsyncClient) -> dict[str, str]:
