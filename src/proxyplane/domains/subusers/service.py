@@ -20,14 +20,14 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Table, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
-from proxyplane.storage.models import Service, ServiceWhitelist
+from proxyplane.storage.models import Base, Service, ServiceWhitelist
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 
 MAX_PER_SERVICE = 100
@@ -220,7 +220,21 @@ async def rotate_password(session: AsyncSession, box: SecretBox, svc: Service, s
     return password
 
 
+def usage_tables() -> list[Table]:
+    """The tables of what the gateway metered per sub-user (minutes, errors and their rollups): keyed by
+    ``subuser_pk`` without a foreign key (the whitelist's cascades with the sub-user)."""
+    return [
+        t for t in Base.metadata.sorted_tables if "subuser_pk" in t.c and not t.c["subuser_pk"].foreign_keys
+    ]
+
+
 async def remove(session: AsyncSession, svc: Service, sub: ServiceSubuser) -> None:
+    """Delete the sub-user and its usage rows, in this transaction. The service's own usage rows (which
+    counted the sub-user's traffic too) stay as they are. Ids are never reused (AUTOINCREMENT on SQLite,
+    migration 0019b), so rows a node flushes after this for the deleted id stay apart from any new
+    sub-user."""
+    for table in usage_tables():
+        await session.execute(delete(table).where(table.c["subuser_pk"] == sub.id))
     await session.delete(sub)
     proxy.touch(svc)
     await session.flush()

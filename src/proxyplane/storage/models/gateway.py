@@ -59,7 +59,8 @@ class StickySession(Base):
     __table_args__ = (Index("ix_sticky_sessions_updated_at", "updated_at"),)
 
     service_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
-    sid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # a sub-user's session: "<sub-user pk>:<sid>" (issue 18; the gateway's sticky_sync splits and joins)
+    sid: Mapped[str] = mapped_column(String(96), primary_key=True)
     exit_ip: Mapped[str] = mapped_column(String(45))
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -28,6 +28,9 @@ from proxyplane.storage.types import BigIntPK, UTCDateTime
 
 class ServiceSubuser(Base):
     __tablename__ = "service_subusers"
+    # SQLite: AUTOINCREMENT, so a deleted sub-user's id (the key of its usage rows, gateway counters and
+    # sticky sessions) is never given to a new sub-user (migration 0019b); PostgreSQL's sequence never reuses
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     subuser_id: Mapped[uuid.UUID] = mapped_column(unique=True, default=uuid.uuid4)
