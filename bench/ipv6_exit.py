@@ -12,33 +12,54 @@ load clients: ``wrk -t1 -c32`` with wrk_proxy.lua (HTTP req/s, keep-alive) and c
 
 - ``ipv4``: our standalone gateway, one exit 127.0.0.9, destination v4.test (the harness's set-up);
 - ``ipv6 rotating``: exits drawn from 2001:db8:0:1::/64 (a new address per request/connection), v6.test;
-- ``ipv6 sticky``: the same service with a session id in the username (one address, keep-alive reuse).
+- ``ipv6 sticky``: the same service with a session id in the username (one address, keep-alive reuse);
+- ``ipv6 pinned``: the same service pinned to 2001:db8:0:1::1 (``--mode pinned``);
+- the peers, each bound to that same ONE address (bench/ipv6_peers.py: squid ``tcp_outgoing_address``,
+  tinyproxy ``Bind``, pproxy ``/@addr``, dante ``external:``, microsocks ``-b``): none can draw an address
+  per request from a prefix, so they compare with ``ipv6 pinned`` only. The address is configured on lo
+  for them (they bind without IP_FREEBIND); ours binds it with IP_FREEBIND as always.
 
-The origin's access log is checked: every request of an IPv6 row came from the /64, the rotating row from
-as many distinct addresses as connections. Peers: squid (tcp_outgoing_address), tinyproxy (Bind), pproxy,
-dante and microsocks each bind ONE fixed outgoing address; none draws an address per request from a
-prefix, so none has this row (see bench/README.md). Figures on the shared 2-core machine are noisy.
+Columns: HTTP req/s and CONNECT conn/s (HTTP peers), SOCKS5 conn/s (connload ``socks5``, the target sent
+as a name: ours, pproxy, dante, microsocks). As in the harness the proxy runs on cpu 1, wrk/connload and
+nginx on cpu 0 (``PIN=0``: no pinning); ``PEERS=squid,dante`` limits the peers (``PEERS=-``: none).
+The origin's access log is checked: every request of an IPv6 row came from the /64 (the peers' and
+pinned: from the one address), the rotating row from as many distinct addresses as connections. Figures
+on the shared 2-core machine are noisy.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import ipaddress
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+# run as a script, bench/ is sys.path[0]: its platform.py would shadow the standard library's `platform`
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
+
+from bench import ipv6_peers  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = Path(os.environ.get("HARNESS", REPO.parent / "shared" / "bench" / "proxy"))
 DURATION = int(os.environ.get("DURATION", "3"))
 SUBNET = "2001:db8:0:1::/64"
-GATEWAY, HTTP_PORT, ORIGIN_PORT = "127.0.0.7", 9080, 18080
+GATEWAY, HTTP_PORT, SOCKS_PORT, ORIGIN_PORT = "127.0.0.7", 9080, 1081, 18080
+PIN_EXIT = (
+    "2001:db8:0:1::1"  # ours pinned (the subnet's ::1, standalone --mode pinned) and the peers' one exit
+)
+PIN = os.environ.get("PIN", "1") != "0" and (os.cpu_count() or 1) >= 2
 USER, PASSWORD = "benchuser", "benchpass"
 HOSTS = "127.0.0.1 localhost v4.test\n::1 v6.test\n"
 NGINX = """worker_processes 1; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/nginx.err;
@@ -65,70 +86,73 @@ def wait_port(host: str, port: int, timeout: float = 10.0) -> None:
 
 
 def connload(tmp: Path) -> Path:
-    """The harness's connload.c, with a name allowed as the CONNECT target (the IPv6 row's v6.test)."""
+    """The harness's connload.c, with a name allowed as the CONNECT / SOCKS5 target (v6.test; SOCKS5 sends
+    it as a domain name, ATYP 3)."""
     src = (HARNESS / "connload.c").read_text()
-    old = "parse_loopback(argv[4], &tgt)) {"
-    assert old in src, "connload.c changed: update the patch"
-    src = src.replace(old, "(parse_loopback(argv[4], &tgt) && mode != M_CONNECT)) {")
+    patches = {
+        "parse_loopback(argv[4], &tgt)) {": "(parse_loopback(argv[4], &tgt) && mode == M_DIRECT)) {",
+        "static unsigned char sconn[10];": "static unsigned char sconn[300];\nstatic int sconn_len = 10;",
+        "sconn[8] = tport >> 8; sconn[9] = tport & 255;": (
+            "sconn[8] = tport >> 8; sconn[9] = tport & 255;\n"
+            "    if (inet_pton(AF_INET, argv[4], &tgt) != 1) {\n"
+            "        int hl = strlen(argv[4]) & 255;\n"
+            "        sconn[3] = 3; sconn[4] = hl; memcpy(sconn + 5, argv[4], hl);\n"
+            "        sconn[5 + hl] = tport >> 8; sconn[6 + hl] = tport & 255; sconn_len = 7 + hl;\n"
+            "    }"
+        ),
+        "send_all(s, sconn, 10, S_SOCKS_REPLY)": "send_all(s, sconn, sconn_len, S_SOCKS_REPLY)",
+    }
+    for old, new in patches.items():
+        assert old in src, f"connload.c changed: update the patch ({old})"
+        src = src.replace(old, new)
     (tmp / "connload.c").write_text(src)
     sh("cc", "-O2", "-o", str(tmp / "connload"), str(tmp / "connload.c"))
     return tmp / "connload"
 
 
-def measure(tmp: Path, load: Path, host: str, login: str) -> dict[str, float]:
-    auth = "Basic " + base64.b64encode(f"{login}:{PASSWORD}".encode()).decode()
-    out = tmp / "wrk.json"
-    env = {
-        **os.environ,
-        "WRK_PATH": f"http://{host}:{ORIGIN_PORT}/small",
-        "WRK_HOST": f"{host}:{ORIGIN_PORT}",
-        "WRK_AUTH": auth,
-        "WRK_OUT": str(out),
-    }
-    wrk = [
-        "wrk",
-        "-t1",
-        "-c32",
-        f"-d{DURATION}s",
-        "-s",
-        str(HARNESS / "wrk_proxy.lua"),
-        f"http://{GATEWAY}:{HTTP_PORT}",
-    ]
-    subprocess.run(
-        ["wrk", "-t1", "-c32", "-d1s", *wrk[4:]], env=env, capture_output=True, check=True
-    )  # warm-up
-    subprocess.run(wrk, env=env, capture_output=True, check=True)
-    w = json.loads(out.read_text())
+def pinned(cpus: str) -> list[str]:
+    return ["taskset", "-c", cpus] if PIN else []
+
+
+def conn_rate(load: Path, mode: str, proxy: str, port: int, host: str, login: str) -> tuple[float, int]:
+    argv = [str(load), mode, proxy, str(port), host, str(ORIGIN_PORT), login, PASSWORD, str(DURATION), "16"]
     c = json.loads(
-        subprocess.run(
-            [
-                str(load),
-                "connect",
-                GATEWAY,
-                str(HTTP_PORT),
-                host,
-                str(ORIGIN_PORT),
-                login,
-                PASSWORD,
-                str(DURATION),
-                "16",
-                "/small",
-            ],
-            capture_output=True,
-            check=True,
-            text=True,
-        ).stdout
+        subprocess.run([*pinned("0"), *argv, "/small"], capture_output=True, check=True, text=True).stdout
     )
-    return {
-        "http_rps": w["requests"] / (w["duration_us"] / 1e6),
-        "http_p50_ms": w["lat_p50_us"] / 1000,
-        "http_errors": sum(w[k] for k in w if k.startswith("err_")),
-        "connect_cps": c["cps"],
-        "connect_errors": sum(c["errors"].values()) + c["bad_status"],
-    }
+    return c["cps"], sum(c["errors"].values()) + c["bad_status"]
 
 
-def peers(tmp: Path) -> list[str]:
+def measure(tmp: Path, load: Path, row: Row) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if row.http:
+        auth = "Basic " + base64.b64encode(f"{row.login}:{PASSWORD}".encode()).decode()
+        env = {
+            **os.environ,
+            "WRK_PATH": f"http://{row.dest}:{ORIGIN_PORT}/small",
+            "WRK_HOST": f"{row.dest}:{ORIGIN_PORT}",
+            "WRK_AUTH": auth,
+            "WRK_OUT": str(tmp / "wrk.json"),
+        }
+        wrk = [*pinned("0"), "wrk", "-t1", "-c32", "-s", str(HARNESS / "wrk_proxy.lua")]
+        target = f"http://{row.proxy}:{row.http}"
+        subprocess.run([*wrk, "-d1s", target], env=env, capture_output=True, check=True)  # warm-up
+        subprocess.run([*wrk, f"-d{DURATION}s", target], env=env, capture_output=True, check=True)
+        w = json.loads((tmp / "wrk.json").read_text())
+        skip = {"err_read"} if row.closes_client else set()  # tinyproxy: a close after every response
+        out["http_rps"] = w["requests"] / (w["duration_us"] / 1e6)
+        out["http_p50_ms"] = w["lat_p50_us"] / 1000
+        out["http_errors"] = sum(w[k] for k in w if k.startswith("err_") and k not in skip)
+        out["connect_cps"], out["connect_errors"] = conn_rate(
+            load, "connect", row.proxy, row.http, row.dest, row.login
+        )
+    if row.socks:
+        out["socks_cps"], out["socks_errors"] = conn_rate(
+            load, "socks5", row.proxy, row.socks, row.dest, row.login
+        )
+    return out
+
+
+def origin_peers(tmp: Path) -> list[str]:
     """The origin's peers since the last call (the access log is truncated)."""
     log = tmp / "access.log"
     lines = log.read_text().splitlines()
@@ -136,74 +160,145 @@ def peers(tmp: Path) -> list[str]:
     return [ln.split()[0] for ln in lines if ln.endswith(" 200")]
 
 
+@dataclass
+class Row:
+    name: str
+    argv: list[str]
+    proxy: str
+    http: int | None
+    socks: int | None
+    dest: str
+    login: str
+    exits: str  # the network every origin request of the row must come from
+    closes_client: bool = False
+
+
+def ours(name: str, exit_args: list[str], dest: str, login: str, exits: str) -> Row:
+    argv = [
+        sys.executable, "-m", "proxyplane.gateway.standalone", "--listen", GATEWAY,
+        "--http-port", str(HTTP_PORT), "--socks-port", str(SOCKS_PORT),
+        "--login", USER, "--password", PASSWORD, *exit_args,
+    ]  # fmt: skip
+    return Row(name, argv, GATEWAY, HTTP_PORT, SOCKS_PORT, dest, login, exits)
+
+
+def rows(tmp: Path) -> tuple[list[Row], dict[str, str]]:
+    out = [
+        ours("ipv4", ["--exit-ip", "127.0.0.9"], "v4.test", USER, "127.0.0.9/32"),
+        ours("ipv6 rotating", ["--exit-subnet", SUBNET], "v6.test", USER, SUBNET),
+        ours("ipv6 sticky", ["--exit-subnet", SUBNET], "v6.test", f"{USER}-session-bench", SUBNET),
+        ours(
+            "ipv6 pinned", ["--exit-subnet", SUBNET, "--mode", "pinned"], "v6.test", USER, f"{PIN_EXIT}/128"
+        ),
+    ]
+    skipped = {}
+    wanted = os.environ.get("PEERS", "")
+    for p in ipv6_peers.peers(tmp, PIN_EXIT, USER, PASSWORD, ORIGIN_PORT):
+        if wanted and p.name not in wanted.split(","):
+            continue
+        if p.skip:
+            skipped[p.name] = p.skip
+            continue
+        out.append(
+            Row(p.name, p.argv, p.host, p.http, p.socks, "v6.test", USER, f"{PIN_EXIT}/128", p.closes_client)
+        )
+    return out, skipped
+
+
+def start(row: Row, tmp: Path) -> subprocess.Popen[bytes]:
+    log = open(tmp / f"{row.name.replace(' ', '_')}.out", "wb")  # noqa: SIM115 (closed with the process)
+    proc = subprocess.Popen(
+        [*pinned("1"), *row.argv], cwd=REPO, stdout=log, stderr=log, start_new_session=True
+    )
+    for port in {row.http, row.socks} - {None}:
+        wait_port(row.proxy, int(port or 0), 20.0)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the process group the row's server was started in (its session: squid's helpers, dante's
+    children), TERM then KILL."""
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def inner() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ipv6bench."))
+    os.chmod(tmp, 0o755)  # squid and tinyproxy drop privileges and read their configs here
     (tmp / "hosts").write_text(HOSTS)
     sh("ip", "link", "set", "lo", "up")
     sh("ip", "-6", "route", "add", "local", "2001:db8::/48", "dev", "lo")
+    sh("ip", "-6", "addr", "add", f"{PIN_EXIT}/128", "dev", "lo")  # for the peers' plain bind()
     sh("mount", "--bind", str(tmp / "hosts"), "/etc/hosts")
     (tmp / "nginx.conf").write_text(NGINX.format(tmp=tmp, port=ORIGIN_PORT, body="x" * 100))
-    procs = [subprocess.Popen(["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")])]
+    nginx = subprocess.Popen([*pinned("0"), "nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf")])
+    results: dict[str, dict[str, float]] = {}
     try:
         wait_port("127.0.0.1", ORIGIN_PORT)
         load = connload(tmp)
-        rows = {}
-        for name, exit_args, host, login in (
-            ("ipv4", ["--exit-ip", "127.0.0.9"], "v4.test", USER),
-            ("ipv6 rotating", ["--exit-subnet", SUBNET], "v6.test", USER),
-            ("ipv6 sticky", ["--exit-subnet", SUBNET], "v6.test", f"{USER}-session-bench"),
-        ):
-            gw = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "proxyplane.gateway.standalone",
-                    "--listen",
-                    GATEWAY,
-                    "--http-port",
-                    str(HTTP_PORT),
-                    "--login",
-                    USER,
-                    "--password",
-                    PASSWORD,
-                    *exit_args,
-                ],
-                cwd=REPO,
-            )
-            procs.append(gw)
-            wait_port(GATEWAY, HTTP_PORT)
-            peers(tmp)
-            row = measure(tmp, load, host, login)
-            seen = peers(tmp)
-            net = ipaddress.ip_network(SUBNET if "ipv6" in name else "127.0.0.9/32")
-            row["origin_requests"] = len(seen)
-            row["distinct_exits"] = len(set(seen))
-            row["all_from_exit"] = all(ipaddress.ip_address(p) in net for p in seen)
-            rows[name] = row
-            gw.terminate()
-            gw.wait(10)
-            procs.remove(gw)
+        plan, skipped = rows(tmp)
+        for row in plan:
+            proc = start(row, tmp)
+            try:
+                origin_peers(tmp)
+                r = measure(tmp, load, row)
+            finally:
+                stop(proc)
+            seen = origin_peers(tmp)
+            net = ipaddress.ip_network(row.exits)
+            r["origin_requests"] = len(seen)
+            r["distinct_exits"] = len(set(seen))
+            r["all_from_exit"] = bool(seen) and all(ipaddress.ip_address(p) in net for p in seen)
+            results[row.name] = r
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(10)
+        nginx.terminate()
+        nginx.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
+    report(results, skipped)
+
+
+def report(results: dict[str, dict[str, float]], skipped: dict[str, str]) -> None:
     load_avg = os.getloadavg()
     print(
-        f"IPv6-exit row (issue 16.3), {DURATION} s per figure, load average {load_avg[0]:.1f} "
-        "(shared 2-core machine: noisy)"
+        f"IPv6-exit rows (issue 16), {DURATION} s per figure, proxy on cpu 1, clients+origin on cpu 0"
+        f"{'' if PIN else ' (not pinned)'}, load average {load_avg[0]:.1f} (shared 2-core machine: noisy)"
     )
-    print(f"{'row':<15} {'HTTP req/s':>10} {'p50 ms':>7} {'CONNECT conn/s':>15} {'distinct exits':>15} ok")
-    for name, r in rows.items():
-        ok = r["all_from_exit"] and not r["http_errors"] and not r["connect_errors"]
+    head = f"{'row':<15} {'HTTP req/s':>10} {'p50 ms':>7} {'CONNECT conn/s':>15} {'SOCKS5 conn/s':>14}"
+    print(f"{head} {'distinct exits':>15} ok")
+
+    def cell(r: dict[str, float], key: str, width: int, fmt: str = ".0f") -> str:
+        return f"{r[key]:>{width}{fmt}}" if key in r else f"{'-':>{width}}"
+
+    for name, r in results.items():
+        errors = sum(r.get(k, 0) for k in ("http_errors", "connect_errors", "socks_errors"))
+        ok = r["all_from_exit"] and not errors
         print(
-            f"{name:<15} {r['http_rps']:>10.0f} {r['http_p50_ms']:>7.2f} {r['connect_cps']:>15.0f} "
-            f"{r['distinct_exits']:>15} {'yes' if ok else 'NO'}"
+            f"{name:<15} {cell(r, 'http_rps', 10)} {cell(r, 'http_p50_ms', 7, '.2f')} "
+            f"{cell(r, 'connect_cps', 15)} {cell(r, 'socks_cps', 14)} {r['distinct_exits']:>15} "
+            f"{'yes' if ok else 'NO'}"
         )
+    for name, why in skipped.items():
+        print(f"{name:<15} skipped: {why}")
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "ipv6_exit.json").write_text(
-        json.dumps({"duration_s": DURATION, "load_average": load_avg, "rows": rows}, indent=1) + "\n"
+        json.dumps(
+            {
+                "duration_s": DURATION,
+                "pinned": PIN,
+                "load_average": load_avg,
+                "rows": results,
+                "skipped": skipped,
+            },
+            indent=1,
+        )
+        + "\n"
     )
 
 
