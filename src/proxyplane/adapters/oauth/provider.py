@@ -1,7 +1,9 @@
-"""The MCP SDK's authorization-server provider protocol (`mcp.server.auth.provider`) over domains/oauth.
+"""The MCP SDK's authorization-server provider protocol (`mcp.server.auth.provider`) over the registry.
 
 The SDK's handlers do the protocol mechanics (request validation, PKCE S256 check, redirect URI match,
-client authentication, error bodies); this class stores and looks things up, one unit of work per call."""
+client authentication, error bodies); this class translates each look-up and change into a registered
+operation of the "oauth" door (`domains/oauth/ops.py`) run through `invoke` (one unit of work, one commit),
+and fetches client ID metadata documents (the I/O; the validated result is stored by an operation)."""
 
 from __future__ import annotations
 
@@ -19,44 +21,59 @@ from mcp.server.auth.provider import (
     TokenError,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import AnyUrl
+from pydantic import AnyUrl, ValidationError
 
 from proxyplane.core.scopes import ALL_SCOPES
-from proxyplane.domains.oauth import clients, service
+from proxyplane.domains.oauth import clients
+from proxyplane.domains.oauth.ops import Tokens
+from proxyplane.operations import REGISTRY
+from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
 
 log = logging.getLogger("proxyplane.oauth")
 MCP_PATH = "/api/v1/mcp"  # adapters/mcp/server.py MCP_PATH (adapters do not import each other)
 CONSENT_PATH = "/oauth/consent"  # the dashboard's consent page (adapters/web/consent.py)
 FETCH_TIMEOUT = 5.0
+CALLER = Caller.anonymous(channel="oauth")  # the client was authenticated by the SDK's handlers
 
 
 def mcp_resource(platform: Platform) -> str:
     return platform.settings.base_url() + MCP_PATH
 
 
+class BadInput(ValueError):
+    """A value the operation's input model refuses (e.g. a NUL character)."""
+
+
 class Provider:
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
-        self.box = platform.secrets
+
+    async def run(self, name: str, **fields: Any) -> Any:
+        """Invoke the "oauth" door's operation `name` with `fields` as its input."""
+        op = REGISTRY[name]
+        assert op.input is not None
+        try:
+            data = op.input.model_validate(fields)
+        except ValidationError as exc:
+            raise BadInput(str(exc)) from None
+        return await invoke(self.platform, op, CALLER, data)
 
     # clients -----------------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        async with self.platform.db.unit_of_work(write=False) as uow:
-            known = await clients.cached_client(uow.session, client_id)
+        try:
+            known = await self.run("oauth_client", client_id=client_id)
+        except BadInput:
+            return None
         if known is not None:
-            kind, metadata = known
-            if kind == "dcr" and metadata.get("client_secret"):
-                metadata = {**metadata, "client_secret": self.box.decrypt(metadata["client_secret"])}
+            metadata = known.metadata
         elif clients.is_url_client_id(client_id):
             try:
                 metadata = await self._fetch_document(client_id)
             except (clients.ClientDocumentError, httpx.HTTPError) as exc:
                 log.warning("client ID metadata document %s refused: %s", client_id, exc)
                 return None
-            async with self.platform.db.unit_of_work() as uow:
-                await clients.store_client(uow.session, client_id, "cimd", metadata)
-                await uow.commit()
+            await self.run("oauth_store_client_document", client_id=client_id, metadata=metadata)
         else:
             return None
         return OAuthClientInformationFull.model_validate({**metadata, "scope": " ".join(sorted(ALL_SCOPES))})
@@ -77,41 +94,40 @@ class Provider:
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         """RFC 7591 (for clients without a metadata document); a client secret is stored encrypted."""
         metadata = json.loads(client_info.model_dump_json(exclude_none=True))
-        if metadata.get("client_secret"):
-            metadata["client_secret"] = self.box.encrypt(metadata["client_secret"])
-        async with self.platform.db.unit_of_work() as uow:
-            await clients.store_client(uow.session, client_info.client_id, "dcr", metadata)
-            await uow.commit()
+        await self.run("oauth_register_client", client_id=client_info.client_id, metadata=metadata)
 
     # authorization -------------------------------------------------------------------------------
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         resource = mcp_resource(self.platform)
         if params.resource is not None and params.resource.rstrip("/") != resource:
             raise AuthorizeError("invalid_target", f"this server issues tokens only for {resource}")
-        async with self.platform.db.unit_of_work() as uow:
-            request_id = await service.start_request(
-                uow.session,
-                client.client_id,
-                str(params.redirect_uri),
-                params.redirect_uri_provided_explicitly,
-                params.state,
-                params.code_challenge,
-                params.scopes or [],
-                resource,
+        try:
+            started = await self.run(
+                "oauth_authorize",
+                client_id=client.client_id,
+                redirect_uri=str(params.redirect_uri),
+                redirect_uri_explicit=params.redirect_uri_provided_explicitly,
+                state=params.state,
+                code_challenge=params.code_challenge,
+                scopes=params.scopes or [],
+                resource=resource,
             )
-            await uow.commit()
-        return f"{CONSENT_PATH}?request={request_id}"
+        except BadInput:
+            raise AuthorizeError("invalid_request", "the authorization request has a refused value") from None
+        return f"{CONSENT_PATH}?request={started.request_id}"
 
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> AuthorizationCode | None:
-        async with self.platform.db.unit_of_work(write=False) as uow:
-            row = await service.code_request(uow.session, client.client_id, authorization_code)
+        try:
+            row = await self.run("oauth_code", client_id=client.client_id, code=authorization_code)
+        except BadInput:
+            return None
         if row is None:
             return None
         return AuthorizationCode(
             code=authorization_code,
-            scopes=list(row.scopes),
+            scopes=row.scopes,
             expires_at=row.expires_at.timestamp(),
             client_id=row.client_id,
             code_challenge=row.code_challenge,
@@ -124,9 +140,7 @@ class Provider:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
-        async with self.platform.db.unit_of_work() as uow:
-            issued = await service.exchange_code(uow.session, authorization_code.code)
-            await uow.commit()
+        issued = await self.run("oauth_exchange_code", code=authorization_code.code)
         if issued is None:
             raise TokenError("invalid_grant", "authorization code was already used or its grant ended")
         return _token(issued)
@@ -135,13 +149,11 @@ class Provider:
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> RefreshToken | None:
-        async with self.platform.db.unit_of_work() as uow:
-            info = await service.token_info(uow.session, refresh_token, "refresh")
-            if info is None:
-                if await service.refresh_replayed(uow.session, refresh_token):
-                    await uow.commit()
-                return None
-        if info.client_id != client.client_id:
+        try:
+            info = await self.run("oauth_refresh_token", client_id=client.client_id, token=refresh_token)
+        except BadInput:
+            return None
+        if info is None:
             return None
         return RefreshToken(
             token=refresh_token,
@@ -154,16 +166,16 @@ class Provider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        async with self.platform.db.unit_of_work() as uow:
-            issued = await service.rotate_refresh(uow.session, refresh_token.token, scopes)
-            await uow.commit()
+        issued = await self.run("oauth_rotate_refresh_token", token=refresh_token.token, scopes=scopes)
         if issued is None:
             raise TokenError("invalid_grant", "refresh token was already used; the grant has ended")
         return _token(issued)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
-        async with self.platform.db.unit_of_work(write=False) as uow:
-            info = await service.token_info(uow.session, token, "access")
+        try:
+            info = await self.run("oauth_access_token", token=token)
+        except BadInput:
+            return None
         if info is None:
             return None
         return AccessToken(
@@ -175,9 +187,7 @@ class Provider:
         )
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
-        async with self.platform.db.unit_of_work() as uow:
-            await service.revoke_token(uow.session, token.token)
-            await uow.commit()
+        await self.run("oauth_revoke", token=token.token)
 
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: Any
@@ -185,7 +195,7 @@ class Provider:
         raise TokenError("unsupported_grant_type", "the JWT bearer grant is not supported")
 
 
-def _token(issued: service.IssuedTokens) -> OAuthToken:
+def _token(issued: Tokens) -> OAuthToken:
     return OAuthToken(
         access_token=issued.access_token,
         expires_in=issued.expires_in,

@@ -14,11 +14,10 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from proxyplane.adapters.web.base import WebRoute, form, platform_of, redirect, render, require_login
+from proxyplane.adapters.web.base import WebRoute, call, form, platform_of, redirect, render, require_login
 from proxyplane.adapters.web.keys import PRESETS, SCOPE_HELP, key_body
 from proxyplane.core.errors import NotFound
 from proxyplane.core.scopes import Scope
-from proxyplane.domains.oauth import clients, service
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 CONSENT_PATH = "/oauth/consent"
@@ -31,23 +30,15 @@ def _request_id(raw: Any) -> uuid.UUID:
         raise NotFound("this authorization request is unknown; start again from the app") from None
 
 
-async def _client_name(request: Request, client_id: str) -> str:
-    async with platform_of(request).db.unit_of_work(write=False) as uow:
-        known = await clients.cached_client(uow.session, client_id)
-    name = known[1].get("client_name") if known is not None else None
-    return str(name or urlsplit(client_id).hostname or client_id)[:200]
-
-
 async def _page(request: Request, request_id: uuid.UUID, status: int = 200, error: str = "") -> Response:
-    async with platform_of(request).db.unit_of_work(write=False) as uow:
-        pending = await service.pending_request(uow.session, request_id)
+    pending = await call(request, "web_oauth_request", {"request_id": request_id})
     requested = set(pending.scopes)
     return render(
         request,
         "consent.html",
         status=status,
         request_id=request_id,
-        client_name=await _client_name(request, pending.client_id),
+        client_name=pending.client_name,
         client_id=pending.client_id,
         redirect_host=urlsplit(pending.redirect_uri).netloc or pending.redirect_uri,
         scopes=[(s.value, SCOPE_HELP.get(s, ""), s.value in requested) for s in Scope],
@@ -71,46 +62,34 @@ def _back_to_client(redirect_uri: str, params: dict[str, str | None]) -> Redirec
 
 @router.post(CONSENT_PATH)
 async def answer(request: Request) -> Response:
-    session_row = await require_login(request)
+    await require_login(request)
     data = await form(request)
     request_id = _request_id(data.get("request"))
-    platform = platform_of(request)
-    issuer = platform.settings.base_url()
+    issuer = platform_of(request).settings.base_url()
     if data.get("action") != "allow":
-        async with platform.db.unit_of_work() as uow:
-            row = await service.deny(uow.session, request_id)
-            await uow.commit()
+        row = await call(request, "web_oauth_deny", {"request_id": request_id})
         params = {"error": "access_denied", "error_description": "the customer declined", "state": row.state}
         return _back_to_client(row.redirect_uri, {**params, "iss": issuer})
     body = key_body({**data, "name": "oauth"})
     if isinstance(body, str):
         return await _page(request, request_id, 422, body)
-    async with platform.db.unit_of_work(write=False) as uow:
-        pending = await service.pending_request(uow.session, request_id)
-    name = await _client_name(request, pending.client_id)
-    async with platform.db.unit_of_work() as uow:
-        row, code = await service.approve(
-            uow.session,
-            request_id,
-            session_row.customer_id,
-            name,
-            frozenset(body["scopes"]),
-            body.get("spend_limit_daily_cents"),
-            body.get("spend_limit_total_cents"),
-            confirm_spending=bool(data.get("confirm_spending")),
-        )
-        await uow.commit()
-    return _back_to_client(row.redirect_uri, {"code": code, "state": row.state, "iss": issuer})
+    approval = {
+        "request_id": request_id,
+        "scopes": sorted(body["scopes"]),
+        "spend_limit_daily_cents": body.get("spend_limit_daily_cents"),
+        "spend_limit_total_cents": body.get("spend_limit_total_cents"),
+        "confirm_spending": bool(data.get("confirm_spending")),
+    }
+    row = await call(request, "web_oauth_approve", approval)
+    return _back_to_client(row.redirect_uri, {"code": row.code, "state": row.state, "iss": issuer})
 
 
 @router.post("/oauth/grants/{grant_id}/revoke")
 async def revoke(request: Request) -> Response:
-    row = await require_login(request)
+    await require_login(request)
     await form(request)
     grant_id = _request_id(request.path_params["grant_id"])
-    async with platform_of(request).db.unit_of_work() as uow:
-        grant = await service.revoke_grant(uow.session, row.customer_id, grant_id)
-        await uow.commit()
+    grant = await call(request, "web_oauth_revoke_grant", {"grant_id": grant_id})
     return redirect(
         request, "/keys", f"Access of “{grant.client_name}” revoked: its tokens stop working at once."
     )

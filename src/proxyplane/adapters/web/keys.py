@@ -18,7 +18,6 @@ from proxyplane.adapters.web.base import (
     redirect,
     render,
     require_login,
-    web_session,
 )
 from proxyplane.adapters.web.forms import (
     ALREADY_SENT,
@@ -32,7 +31,7 @@ from proxyplane.adapters.web.money_pages import as_list, dollars_to_cents
 from proxyplane.core.errors import DomainError
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.apikeys.ops import ApiKeyCreated
-from proxyplane.domains.oauth.service import GRANT_KEY_PREFIX, list_grants
+from proxyplane.domains.oauth.service import GRANT_KEY_PREFIX
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
 FORM = "create_api_key"
@@ -76,8 +75,7 @@ async def _keys(
 ) -> Response:
     keys = await call(request, "list_api_keys")
     created = take_reveal(request, FORM, ApiKeyCreated)
-    async with platform_of(request).db.unit_of_work(write=False) as uow:  # OAuth clients (issue 21.2)
-        grants = await list_grants(uow.session, web_session(request).customer_id)
+    grants = (await call(request, "web_oauth_grants")).root  # OAuth clients (issue 21.2)
     response = render(
         request,
         "keys.html",
