@@ -155,6 +155,7 @@ async def quote_add(
         raise ValidationFailed(str(exc), field="segments") from None
     avail = await available(session, svc, await held_ip_ids(session, svc.service_id))
     errors: list[dict[str, object]] = []
+    unit = "subnets" if svc.product_kind == IPV6_KIND else "IPs"  # an IPv6 service grows by whole subnets
     for country, count in added:
         have = avail.get(country, 0)
         if country not in COUNTRIES:
@@ -167,7 +168,7 @@ async def quote_add(
                     "country": country,
                     "requested": count,
                     "available": have,
-                    "message": f"only {have} new {svc.product_kind} IPs available in {country}",
+                    "message": f"only {have} new {svc.product_kind} {unit} available in {country}",
                 }
             )
     percent = book.term_discount_percent(svc.period_months)
