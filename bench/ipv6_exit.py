@@ -20,8 +20,10 @@ load clients: ``wrk -t1 -c32`` with wrk_proxy.lua (HTTP req/s, keep-alive) and c
   for them (they bind without IP_FREEBIND); ours binds it with IP_FREEBIND as always.
 
 Columns: HTTP req/s and CONNECT conn/s (HTTP peers), SOCKS5 conn/s (connload ``socks5``, the target sent
-as a name: ours, pproxy, dante, microsocks). As in the harness the proxy runs on cpu 1, wrk/connload and
-nginx on cpu 0 (``PIN=0``: no pinning); ``PEERS=squid,dante`` limits the peers (``PEERS=-``: none).
+as a name: ours, pproxy, dante, microsocks), and the proxy's CPU per request / connection (all processes
+of its session, from /proc: the figure that holds best on a loaded machine). As in the harness the proxy
+runs on cpu 1, wrk/connload and nginx on cpu 0 (``PIN=0``: no pinning); ``PEERS=squid,dante`` limits the
+peers (``PEERS=-``: none).
 The origin's access log is checked: every request of an IPv6 row came from the /64 (the peers' and
 pinned: from the one address), the rotating row from as many distinct addresses as connections. Figures
 on the shared 2-core machine are noisy.
@@ -114,15 +116,37 @@ def pinned(cpus: str) -> list[str]:
     return ["taskset", "-c", cpus] if PIN else []
 
 
-def conn_rate(load: Path, mode: str, proxy: str, port: int, host: str, login: str) -> tuple[float, int]:
-    argv = [str(load), mode, proxy, str(port), host, str(ORIGIN_PORT), login, PASSWORD, str(DURATION), "16"]
+def session_cpu(sid: int) -> float:
+    """CPU seconds (user + system) of the live processes of session ``sid`` (a row's server: squid's
+    helpers, dante's children included while they live)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[3]) == sid:  # session id (field 6 of stat)
+            total += int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def conn_rate(load: Path, mode: str, row: Row, port: int, sid: int) -> tuple[float, float, int]:
+    """(connections/s, proxy CPU µs per connection, errors) of connload ``mode`` through the row's proxy."""
+    argv = [str(load), mode, row.proxy, str(port), row.dest, str(ORIGIN_PORT), row.login, PASSWORD]
+    before = session_cpu(sid)
     c = json.loads(
-        subprocess.run([*pinned("0"), *argv, "/small"], capture_output=True, check=True, text=True).stdout
+        subprocess.run(
+            [*pinned("0"), *argv, str(DURATION), "16", "/small"], capture_output=True, check=True, text=True
+        ).stdout
     )
-    return c["cps"], sum(c["errors"].values()) + c["bad_status"]
+    cpu_us = (session_cpu(sid) - before) * 1e6 / max(c["ok"], 1)
+    return c["cps"], cpu_us, sum(c["errors"].values()) + c["bad_status"]
 
 
-def measure(tmp: Path, load: Path, row: Row) -> dict[str, float]:
+def measure(tmp: Path, load: Path, row: Row, sid: int) -> dict[str, float]:
     out: dict[str, float] = {}
     if row.http:
         auth = "Basic " + base64.b64encode(f"{row.login}:{PASSWORD}".encode()).decode()
@@ -136,18 +160,21 @@ def measure(tmp: Path, load: Path, row: Row) -> dict[str, float]:
         wrk = [*pinned("0"), "wrk", "-t1", "-c32", "-s", str(HARNESS / "wrk_proxy.lua")]
         target = f"http://{row.proxy}:{row.http}"
         subprocess.run([*wrk, "-d1s", target], env=env, capture_output=True, check=True)  # warm-up
+        before = session_cpu(sid)
         subprocess.run([*wrk, f"-d{DURATION}s", target], env=env, capture_output=True, check=True)
+        cpu = session_cpu(sid) - before
         w = json.loads((tmp / "wrk.json").read_text())
         skip = {"err_read"} if row.closes_client else set()  # tinyproxy: a close after every response
         out["http_rps"] = w["requests"] / (w["duration_us"] / 1e6)
         out["http_p50_ms"] = w["lat_p50_us"] / 1000
+        out["http_cpu_us"] = cpu * 1e6 / max(w["requests"], 1)
         out["http_errors"] = sum(w[k] for k in w if k.startswith("err_") and k not in skip)
-        out["connect_cps"], out["connect_errors"] = conn_rate(
-            load, "connect", row.proxy, row.http, row.dest, row.login
+        out["connect_cps"], out["connect_cpu_us"], out["connect_errors"] = conn_rate(
+            load, "connect", row, row.http, sid
         )
     if row.socks:
-        out["socks_cps"], out["socks_errors"] = conn_rate(
-            load, "socks5", row.proxy, row.socks, row.dest, row.login
+        out["socks_cps"], out["socks_cpu_us"], out["socks_errors"] = conn_rate(
+            load, "socks5", row, row.socks, sid
         )
     return out
 
@@ -247,7 +274,7 @@ def inner() -> None:
             proc = start(row, tmp)
             try:
                 origin_peers(tmp)
-                r = measure(tmp, load, row)
+                r = measure(tmp, load, row, proc.pid)
             finally:
                 stop(proc)
             seen = origin_peers(tmp)
@@ -269,8 +296,10 @@ def report(results: dict[str, dict[str, float]], skipped: dict[str, str]) -> Non
         f"IPv6-exit rows (issue 16), {DURATION} s per figure, proxy on cpu 1, clients+origin on cpu 0"
         f"{'' if PIN else ' (not pinned)'}, load average {load_avg[0]:.1f} (shared 2-core machine: noisy)"
     )
-    head = f"{'row':<15} {'HTTP req/s':>10} {'p50 ms':>7} {'CONNECT conn/s':>15} {'SOCKS5 conn/s':>14}"
-    print(f"{head} {'distinct exits':>15} ok")
+    print(
+        f"{'row':<15} {'HTTP req/s':>10} {'p50 ms':>7} {'CONNECT conn/s':>15} {'SOCKS5 conn/s':>14} "
+        f"{'distinct exits':>15} ok   proxy CPU µs per request / CONNECT / SOCKS5 connection"
+    )
 
     def cell(r: dict[str, float], key: str, width: int, fmt: str = ".0f") -> str:
         return f"{r[key]:>{width}{fmt}}" if key in r else f"{'-':>{width}}"
@@ -281,7 +310,8 @@ def report(results: dict[str, dict[str, float]], skipped: dict[str, str]) -> Non
         print(
             f"{name:<15} {cell(r, 'http_rps', 10)} {cell(r, 'http_p50_ms', 7, '.2f')} "
             f"{cell(r, 'connect_cps', 15)} {cell(r, 'socks_cps', 14)} {r['distinct_exits']:>15} "
-            f"{'yes' if ok else 'NO'}"
+            f"{'yes' if ok else 'NO ':<4} {cell(r, 'http_cpu_us', 6)} / {cell(r, 'connect_cpu_us', 5)} / "
+            f"{cell(r, 'socks_cpu_us', 5)}"
         )
     for name, why in skipped.items():
         print(f"{name:<15} skipped: {why}")
