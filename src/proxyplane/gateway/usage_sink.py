@@ -11,7 +11,7 @@ equals the sum of its minutes. One statement per table per BATCH rows.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -21,7 +21,8 @@ from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
-from proxyplane.storage.models.usage_rollups import SPANS, UsageErrorRollup, UsageRollup
+from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.rollups import rollup_values
 
 from .metering import UsageRow, UsageSink
 from .subusers import split_id
@@ -40,19 +41,30 @@ def _service_uuid(value: str) -> uuid.UUID | None:
         return None
 
 
-def subuser_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(subuser_usage_minutes rows, subuser_usage_errors rows) of the sub-users' metered rows (metering
-    id "<service id>/<pk>"), merged per key: the rows domains/subusers/metering.apply_usage takes."""
+def _subuser_pk(value: str) -> int | None:
+    """The sub-user's internal id of a metering id "<service id>/<pk>"; None for a service's own login."""
+    return split_id(value)[1] if "/" in value else None
+
+
+Owner = Callable[[str], Any]
+
+
+def _values(
+    rows: list[UsageRow], owner: str, owner_of: Owner
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(minute rows, error rows) keyed by `owner` (the column, e.g. service_id) = owner_of(metering id),
+    merged per key (the meter may hold a row twice after a failed flush was restored); rows whose owner
+    is None are left out."""
     minutes: dict[tuple[Any, ...], dict[str, Any]] = {}
     errors: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in rows:
-        pk = split_id(row.service_id)[1] if "/" in row.service_id else None
-        if pk is None:
+        who = owner_of(row.service_id)
+        if who is None:
             continue
         host = row.host[:HOST_MAX]
-        key = (pk, row.minute, host)
+        key = (who, row.minute, host)
         m = minutes.setdefault(
-            key, {"subuser_pk": pk, "minute": row.minute, "host": host, **dict.fromkeys(COUNTERS, 0)}
+            key, {owner: who, "minute": row.minute, "host": host} | dict.fromkeys(COUNTERS, 0)
         )
         m["requests"] += row.requests
         m["connections"] += row.connections
@@ -62,59 +74,24 @@ def subuser_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dic
             m["errors"] += n
             e = errors.setdefault(
                 (*key, category),
-                {"subuser_pk": pk, "minute": row.minute, "host": host, "category": category[:40], "count": 0},
+                {owner: who, "minute": row.minute, "host": host, "category": category[:40], "count": 0},
             )
             e["count"] += n
     return list(minutes.values()), list(errors.values())
 
 
-def usage_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(usage_minutes rows, usage_errors rows), merged per key (the meter may hold a row twice after a
-    failed flush was restored)."""
-    minutes: dict[tuple[Any, ...], dict[str, Any]] = {}
-    errors: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in rows:
-        sid = _service_uuid(row.service_id)
-        if sid is None:
-            continue
-        host = row.host[:HOST_MAX]
-        key = (sid, row.minute, host)
-        m = minutes.setdefault(
-            key, {"service_id": sid, "minute": row.minute, "host": host, **dict.fromkeys(COUNTERS, 0)}
-        )
-        m["requests"] += row.requests
-        m["connections"] += row.connections
-        m["bytes_up"] += row.bytes_up
-        m["bytes_down"] += row.bytes_down
-        for category, n in row.errors.items():
-            m["errors"] += n
-            e = errors.setdefault(
-                (*key, category),
-                {
-                    "service_id": sid,
-                    "minute": row.minute,
-                    "host": host,
-                    "category": category[:40],
-                    "count": 0,
-                },
-            )
-            e["count"] += n
-    return list(minutes.values()), list(errors.values())
-
-
-def exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
-    """usage_exit_errors rows (service, minute, exit IP, category), merged per key."""
+def _exit_values(rows: list[UsageRow], owner: str, owner_of: Owner) -> list[dict[str, Any]]:
+    """Exit-IP failure rows (`owner`, minute, exit IP, category), merged per key."""
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in rows:
-        sid = _service_uuid(row.service_id) if row.exit_errors else None
-        if sid is None:
+        who = owner_of(row.service_id) if row.exit_errors else None
+        if who is None:
             continue
         for (exit_ip, category), n in row.exit_errors.items():
-            key = (sid, row.minute, exit_ip, category)
             value = out.setdefault(
-                key,
+                (who, row.minute, exit_ip, category),
                 {
-                    "service_id": sid,
+                    owner: who,
                     "minute": row.minute,
                     "exit_ip": exit_ip[:45],
                     "category": category[:40],
@@ -125,27 +102,25 @@ def exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def bucket(minute: datetime, span: str) -> datetime:
-    """UTC start of the hour ("h") or day ("d") holding a minute."""
-    if span == "h":
-        return minute.replace(minute=0, second=0, microsecond=0)
-    return minute.replace(hour=0, minute=0, second=0, microsecond=0)
+def usage_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(usage_minutes rows, usage_errors rows) of the services (a sub-user's rows count for its service)."""
+    return _values(rows, "service_id", _service_uuid)
 
 
-def rollup_values(values: list[dict[str, Any]], key: str, counters: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Minute rows (usage_minutes or usage_errors values) summed per (service, span, bucket, `key`)."""
-    out: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in values:
-        for span in SPANS:
-            b = bucket(row["minute"], span)
-            r = out.setdefault(
-                (row["service_id"], span, b, row[key]),
-                {"service_id": row["service_id"], "span": span, "bucket": b, key: row[key]}
-                | dict.fromkeys(counters, 0),
-            )
-            for c in counters:
-                r[c] += row[c]
-    return list(out.values())
+def subuser_values(rows: list[UsageRow]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(subuser_usage_minutes rows, subuser_usage_errors rows) of the sub-users' metered rows (metering
+    id "<service id>/<pk>"): the rows domains/subusers/metering.apply_usage takes."""
+    return _values(rows, "subuser_pk", _subuser_pk)
+
+
+def exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
+    """usage_exit_errors rows (service, minute, exit IP, category), merged per key."""
+    return _exit_values(rows, "service_id", _service_uuid)
+
+
+def subuser_exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
+    """subuser_usage_exit_errors rows (sub-user, minute, exit IP, category), merged per key."""
+    return _exit_values(rows, "subuser_pk", _subuser_pk)
 
 
 async def upsert(
@@ -193,6 +168,7 @@ async def write_usage(db: Database, rows: list[UsageRow]) -> None:
     minutes, errors = usage_values(rows)
     exit_errors = exit_error_values(rows)
     sub_minutes, sub_errors = subuser_values(rows)
+    sub_exit = subuser_exit_error_values(rows)
     insert = sqlite_insert if db.is_sqlite else pg_insert
     async with db.unit_of_work(write=True) as uow:
         s = uow.session
@@ -200,8 +176,8 @@ async def write_usage(db: Database, rows: list[UsageRow]) -> None:
         await upsert(
             s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
         )
-        if sub_minutes or sub_errors:  # the sub-users' rows, counters and limit events (issue 18)
-            await apply_usage(s, db.is_sqlite, sub_minutes, sub_errors)
+        if sub_minutes or sub_errors or sub_exit:  # the sub-users' rows, counters, limit events (issue 18)
+            await apply_usage(s, db.is_sqlite, sub_minutes, sub_errors, sub_exit)
         await uow.commit()
 
 

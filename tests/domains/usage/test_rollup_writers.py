@@ -1,5 +1,6 @@
 """Every writer of the minute tables keeps the hourly/daily rollups: the source holds no write of
-usage_minutes / usage_errors outside the usage sink's `add_usage` (and the bench generator, which
+usage_minutes / usage_errors outside the usage sink's `add_usage` (of subuser_usage_minutes /
+subuser_usage_errors outside domains/subusers/metering.apply_usage) (and the bench generator, which
 backfills the rollups set-based), and after each writer the rollup buckets and the usage read at every
 resolution sum exactly to the minutes."""
 
@@ -20,10 +21,11 @@ from sqlalchemy import select
 
 from proxyplane.domains.usage import service as usage
 from proxyplane.gateway.metering import UsageRow
-from proxyplane.gateway.usage_sink import add_usage, bucket, usage_values, write_usage
+from proxyplane.gateway.usage_sink import add_usage, usage_values, write_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.rollups import bucket
 
 pytestmark = pytest.mark.anyio
 
@@ -32,6 +34,11 @@ COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
 WRITE = re.compile(
     r"(?<!class )\bUsage(Minute|Error)\(|\b(insert|update)\(\s*Usage(Minute|Error)\b"
     r"|upsert\([^)]*\bUsage(Minute|Error)\b|\b(insert\s+into|update)\s+usage_(minutes|errors)\b",
+    re.IGNORECASE,
+)
+SUBUSER_WRITE = re.compile(
+    r"(?<!class )\bSubuserUsage(Minute|Error)\(|\b(insert|update)\(\s*SubuserUsage(Minute|Error)\b"
+    r"|_?upsert\([^)]*\bSubuserUsage(Minute|Error)\b|\b(insert\s+into|update)\s+subuser_usage_(minutes|errors)\b",
     re.IGNORECASE,
 )
 # the one function, and the bench generator (minutes set-based, then the migration's backfill of them)
@@ -49,6 +56,19 @@ def test_no_writer_of_the_minute_tables_but_the_one_function() -> None:
             if WRITE.search(path.read_text()):
                 found.add(rel)
     assert found == WRITERS
+
+
+def test_no_writer_of_the_subuser_minute_tables_but_apply_usage() -> None:
+    """The same for the sub-users' minute tables and their rollups (issue 18)."""
+    found = set()
+    for top in ("src", "tests", "bench", "scripts"):
+        for path in (ROOT / top).rglob("*.py"):
+            rel = path.relative_to(ROOT).as_posix()
+            if "/migrations/" in rel or rel == "tests/domains/usage/test_rollup_writers.py":
+                continue
+            if SUBUSER_WRITE.search(path.read_text()):
+                found.add(rel)
+    assert found == {"src/proxyplane/domains/subusers/metering.py"}
 
 
 async def assert_exact(platform: Platform, sid: uuid.UUID, start: datetime, end: datetime) -> int:

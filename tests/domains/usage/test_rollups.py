@@ -19,10 +19,11 @@ from proxyplane.domains.usage import service as usage
 from proxyplane.domains.usage.windows import DAY, HOUR, MINUTE, plan
 from proxyplane.gateway import usage_sink
 from proxyplane.gateway.metering import UsageRow
-from proxyplane.gateway.usage_sink import bucket, write_usage
+from proxyplane.gateway.usage_sink import write_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.rollups import bucket
 
 pytestmark = pytest.mark.anyio
 

@@ -1,9 +1,13 @@
 """Metering of sub-users' usage, called by the gateway's usage sink inside its flush transaction.
 
 apply_usage() adds a flush's per-sub-user minute and error rows to subuser_usage_minutes /
-subuser_usage_errors (additive upserts, like gateway/usage_sink.upsert: several nodes and flushes of one
-minute sum up exactly), then moves the sub-users' counters and thresholds, in a number of statements that
-does not grow with the number of sub-users (one per BATCH):
+subuser_usage_errors, the same counts summed per hour and day to subuser_usage_rollups /
+subuser_usage_error_rollups, and the exit-IP failures to subuser_usage_exit_errors (additive upserts,
+like gateway/usage_sink.add_usage: several nodes and flushes of one minute sum up exactly, and a rollup
+bucket always equals the sum of its minutes; it is the one writer of these tables, which
+tests/domains/usage/test_rollup_writers.py checks in the source), then moves the sub-users' counters
+and thresholds, in a number of statements that does not grow with the number of sub-users (one per
+BATCH):
 
 1. `used_bytes += up + down`, `used_requests += requests` (PostgreSQL: UPDATE ... FROM unnest(three
    arrays), one cached statement; SQLite: one UPDATE with CASE id ... per counter);
@@ -32,7 +36,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.domains.events.service import emit_many
 from proxyplane.storage.models import Service
+from proxyplane.storage.models.subuser_rollups import (
+    SubuserUsageErrorRollup,
+    SubuserUsageExitError,
+    SubuserUsageRollup,
+)
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserUsageError, SubuserUsageMinute
+from proxyplane.storage.rollups import rollup_values
 
 BATCH = 400  # SQLite: sub-users per UPDATE (bound parameters)
 COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
@@ -176,15 +186,28 @@ async def _notify(session: AsyncSession, crossed: list[Any]) -> None:
 
 
 async def apply_usage(
-    session: AsyncSession, sqlite: bool, minutes: list[dict[str, Any]], errors: list[dict[str, Any]]
+    session: AsyncSession,
+    sqlite: bool,
+    minutes: list[dict[str, Any]],
+    errors: list[dict[str, Any]],
+    exit_errors: list[dict[str, Any]] | None = None,
 ) -> None:
     """Add a flush's sub-user rows (see the module doc) in the caller's transaction; never commits.
     minutes: {"subuser_pk", "minute", "host", "requests", "connections", "bytes_up", "bytes_down",
-    "errors"}; errors: {"subuser_pk", "minute", "host", "category", "count"}."""
-    await _upsert(session, sqlite, SubuserUsageMinute, minutes, ["subuser_pk", "minute", "host"], COUNTERS)
+    "errors"}; errors: {"subuser_pk", "minute", "host", "category", "count"}; exit_errors:
+    {"subuser_pk", "minute", "exit_ip", "category", "count"}; one row per key in each list."""
+    minute_key, error_key = ["subuser_pk", "minute", "host"], ["subuser_pk", "minute", "host", "category"]
+    rollup_key = ["subuser_pk", "span", "bucket"]
+    await _upsert(session, sqlite, SubuserUsageMinute, minutes, minute_key, COUNTERS)
+    rollups = rollup_values(minutes, "host", COUNTERS, owner="subuser_pk")
+    await _upsert(session, sqlite, SubuserUsageRollup, rollups, [*rollup_key, "host"], COUNTERS)
+    await _upsert(session, sqlite, SubuserUsageError, errors, error_key, ("count",))
+    error_rollups = rollup_values(errors, "category", ("count",), owner="subuser_pk")
     await _upsert(
-        session, sqlite, SubuserUsageError, errors, ["subuser_pk", "minute", "host", "category"], ("count",)
+        session, sqlite, SubuserUsageErrorRollup, error_rollups, [*rollup_key, "category"], ("count",)
     )
+    exit_key = ["subuser_pk", "minute", "exit_ip", "category"]
+    await _upsert(session, sqlite, SubuserUsageExitError, exit_errors or [], exit_key, ("count",))
     items = sorted((pk, b, r) for pk, (b, r) in totals(minutes).items())
     step = BATCH if sqlite else max(len(items), 1)  # PostgreSQL: arrays, any size in one statement
     for i in range(0, len(items), step):

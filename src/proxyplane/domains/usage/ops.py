@@ -104,7 +104,7 @@ class ErrorsOut(BaseModel):
     errors_by_exit_ip: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="Upstream failures (connect, refused, timeout) per exit IP and category; exit IPs "
-        "without failures are not listed; empty with a sub-user filter (metered per service only)",
+        "without failures are not listed; with a sub-user filter, that sub-user's",
     )
 
 
@@ -165,10 +165,7 @@ async def usage_errors(ctx: Context, q: WindowQuery) -> ErrorsOut:
         service_id=sid,
         subuser_id=q.subuser_id,
         errors_by_category=await usage.errors_by_category(ctx.session, sid, q.start, q.end, subuser=sub),
-        # exit-IP failures are metered per service only
-        errors_by_exit_ip={}
-        if sub is not None
-        else await usage.errors_by_exit_ip(ctx.session, sid, q.start, q.end),
+        errors_by_exit_ip=await usage.errors_by_exit_ip(ctx.session, sid, q.start, q.end, subuser=sub),
     )
 
 

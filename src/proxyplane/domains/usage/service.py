@@ -7,8 +7,9 @@ destinations and errors by category read whole days and hours from the rollups (
 usage_error_rollups, written with the minutes) and minutes only at the window's edges (windows.py),
 as does the series per hour or day; the series per minute and the export read the minutes themselves.
 
-With `subuser` (a sub-user's internal id) every read takes that sub-user's minutes instead
-(subuser_usage_minutes / subuser_usage_errors, same shapes; no rollups for sub-users yet).
+With `subuser` (a sub-user's internal id) every read takes that sub-user's rows instead
+(subuser_usage_minutes / subuser_usage_errors and their rollups, subuser_usage_exit_errors; same shapes
+and the same windows).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.usage.windows import DAY, HOUR, error_rows, floor, usage_rows
 from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
+from proxyplane.storage.models.subuser_rollups import SubuserUsageExitError
 from proxyplane.storage.models.subusers import SubuserUsageMinute
 
 MAX_EXPORT_ROWS = 200_000
@@ -105,15 +107,23 @@ async def errors_by_category(
 
 
 async def errors_by_exit_ip(
-    session: AsyncSession, service_id: uuid.UUID, start: datetime, end: datetime
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    start: datetime,
+    end: datetime,
+    *,
+    subuser: int | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Upstream failures (connect, refused, timeout) per exit IP and category in the window."""
+    """Upstream failures (connect, refused, timeout) per exit IP and category in the window (with
+    `subuser`: that sub-user's, subuser_usage_exit_errors)."""
     start, end = window(start, end)
+    e: Any = UsageExitError if subuser is None else SubuserUsageExitError
+    owner = e.service_id == service_id if subuser is None else e.subuser_pk == subuser
     rows = await session.execute(
-        select(UsageExitError.exit_ip, UsageExitError.category, func.sum(UsageExitError.count))
-        .where(*_where(UsageExitError, service_id, start, end))
-        .group_by(UsageExitError.exit_ip, UsageExitError.category)
-        .order_by(UsageExitError.exit_ip, UsageExitError.category)
+        select(e.exit_ip, e.category, func.sum(e.count))
+        .where(owner, e.minute >= start, e.minute < end)
+        .group_by(e.exit_ip, e.category)
+        .order_by(e.exit_ip, e.category)
     )
     out: dict[str, dict[str, int]] = {}
     for ip, category, n in rows.all():

@@ -1,6 +1,7 @@
-"""A usage window split by resolution: whole UTC days and hours from the rollups, minutes only at the
-ragged edges, so a read touches at most ~ (days + 2 x 23 hours + 2 x 59 minutes) buckets per key
-whatever the window's length, and still counts exactly the minute buckets of [start, end).
+"""A usage window split by resolution (a service's usage, or one sub-user's): whole UTC days and hours
+from the rollups, minutes only at the ragged edges, so a read touches at most ~ (days + 2 x 23 hours
++ 2 x 59 minutes) buckets per key whatever the window's length, and still counts exactly the minute
+buckets of [start, end).
 
 The union of the parts read is exactly the minutes m with start <= m < end (start already floored to
 the minute): the parts are disjoint and each hour or day bucket lies wholly inside the window.
@@ -16,11 +17,14 @@ from typing import Any
 from sqlalchemy import and_, or_, select, union_all
 
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
+from proxyplane.storage.models.subuser_rollups import SubuserUsageErrorRollup, SubuserUsageRollup
 from proxyplane.storage.models.subusers import SubuserUsageError, SubuserUsageMinute
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
 
 MINUTE, HOUR, DAY = timedelta(minutes=1), timedelta(hours=1), timedelta(days=1)
 Span = tuple[datetime, datetime]
+SUBUSER_USAGE: tuple[Any, Any] = (SubuserUsageMinute, SubuserUsageRollup)
+SUBUSER_ERRORS: tuple[Any, Any] = (SubuserUsageError, SubuserUsageErrorRollup)
 
 
 def floor(t: datetime, step: timedelta) -> datetime:
@@ -76,6 +80,11 @@ def _rollup_cond(model: Any, p: Plan) -> Any:
     return or_(*parts)
 
 
+def _owner(subuser: int | None, service_id: uuid.UUID) -> tuple[str, Any]:
+    """(owner column, value): the service's rows, or one of its sub-users' (internal id)."""
+    return ("service_id", service_id) if subuser is None else ("subuser_pk", subuser)
+
+
 def usage_rows(
     service_id: uuid.UUID,
     start: datetime,
@@ -89,50 +98,35 @@ def usage_rows(
     """A subquery of rows (`columns` of usage_minutes, e.g. host and the counters) whose sums over
     any grouping equal those of the window's minute rows; with `at`, also each row's minute or bucket
     start as column `at` (buckets no longer than `largest`). With `subuser` (a sub-user's internal id):
-    the same over that sub-user's minutes (subuser_usage_minutes; no rollups)."""
-    if subuser is not None:
-        m = SubuserUsageMinute
-        cols = [getattr(m, c) for c in columns] + ([m.minute.label("at")] if at else [])
-        return (
-            select(*cols)
-            .where(m.subuser_pk == subuser, m.minute >= start, m.minute < _ceil(end, MINUTE))
-            .subquery("usage")
-        )
+    the same over that sub-user's minutes and rollups (subuser_usage_minutes / subuser_usage_rollups)."""
+    minute_model, rollup_model = (UsageMinute, UsageRollup) if subuser is None else SUBUSER_USAGE
+    owner, value = _owner(subuser, service_id)
     p = plan(start, end, largest)
     parts = []
     if p.minutes:
-        cols = [getattr(UsageMinute, c) for c in columns] + ([UsageMinute.minute.label("at")] if at else [])
-        parts.append(
-            select(*cols).where(UsageMinute.service_id == service_id, _between(UsageMinute.minute, p.minutes))
-        )
+        m = minute_model
+        cols = [getattr(m, c) for c in columns] + ([m.minute.label("at")] if at else [])
+        parts.append(select(*cols).where(getattr(m, owner) == value, _between(m.minute, p.minutes)))
     if p.hours or p.days:
-        cols = [getattr(UsageRollup, c) for c in columns] + ([UsageRollup.bucket.label("at")] if at else [])
-        parts.append(select(*cols).where(UsageRollup.service_id == service_id, _rollup_cond(UsageRollup, p)))
+        r = rollup_model
+        cols = [getattr(r, c) for c in columns] + ([r.bucket.label("at")] if at else [])
+        parts.append(select(*cols).where(getattr(r, owner) == value, _rollup_cond(r, p)))
     return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("usage")
 
 
 def error_rows(service_id: uuid.UUID, start: datetime, end: datetime, subuser: int | None = None) -> Any:
     """A subquery of (category, count) rows whose sums per category equal the window's usage_errors
-    (with `subuser`: that sub-user's subuser_usage_errors)."""
-    if subuser is not None:
-        e = SubuserUsageError
-        return (
-            select(e.category, e.count)
-            .where(e.subuser_pk == subuser, e.minute >= start, e.minute < _ceil(end, MINUTE))
-            .subquery("errors")
-        )
+    (with `subuser`: that sub-user's subuser_usage_errors, via subuser_usage_error_rollups)."""
+    error_model, rollup_model = (UsageError, UsageErrorRollup) if subuser is None else SUBUSER_ERRORS
+    owner, value = _owner(subuser, service_id)
     p = plan(start, end)
     parts = []
     if p.minutes:
+        e = error_model
         parts.append(
-            select(UsageError.category, UsageError.count).where(
-                UsageError.service_id == service_id, _between(UsageError.minute, p.minutes)
-            )
+            select(e.category, e.count).where(getattr(e, owner) == value, _between(e.minute, p.minutes))
         )
     if p.hours or p.days:
-        parts.append(
-            select(UsageErrorRollup.category, UsageErrorRollup.count).where(
-                UsageErrorRollup.service_id == service_id, _rollup_cond(UsageErrorRollup, p)
-            )
-        )
+        r = rollup_model
+        parts.append(select(r.category, r.count).where(getattr(r, owner) == value, _rollup_cond(r, p)))
     return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("errors")
