@@ -59,3 +59,30 @@ async def test_api_rotation_is_not_undone_by_older_node_versions(platform: Platf
         session = router.session(service, sid)
         assert session is not None and session.exit_ip == "127.0.1.3"
     assert not a.dirty and not b.dirty
+
+
+async def test_subuser_sessions_go_through_the_store_and_bad_ids_are_counted(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sub-user's session (router id "<service>/<pk>") is stored under its service as "<pk>:<sid>" and
+    comes back under the same router id on another node; an id of neither shape is counted and logged."""
+    from proxyplane.gateway import metrics
+
+    db, service = platform.db, str(uuid.uuid4())
+    a, b = SharedRouter(), SharedRouter()
+    sync_a, sync_b = StickySync(db, a, "node-a-sub"), StickySync(db, b, "node-b-sub")
+    now = time.time()
+    for owner in (f"{service}/42", "not-a-service", f"{service}/x"):
+        a.adopt(owner, "abc", "127.0.1.4", now, now + 600, False)
+        a.dirty.add((owner, "abc"))
+    skipped = metrics.STICKY_SKIPPED._value.get()
+    with caplog.at_level("WARNING", logger="proxyplane.gateway.sticky_sync"):
+        assert await sync_a.flush() == 1
+    assert metrics.STICKY_SKIPPED._value.get() == skipped + 2
+    assert "2 sticky session(s) not written to the store" in caplog.text
+    async with db.unit_of_work(write=False) as uow:
+        row = await uow.session.get(StickyRow, (uuid.UUID(service), "42:abc"))
+        assert row is not None and row.exit_ip == "127.0.1.4"
+    await sync_b.pull()
+    got = b.session(f"{service}/42", "abc")
+    assert got is not None and got.exit_ip == "127.0.1.4" and b.session(service, "abc") is None

@@ -47,6 +47,10 @@ BYTES = Counter(
 )
 FLUSHES = Counter("proxyplane_gateway_usage_flushes", "Usage flushes to the store by outcome", ["outcome"])
 FLUSH_ROWS = Counter("proxyplane_gateway_usage_rows_flushed", "Usage rows written to the store")
+STICKY_SKIPPED = Counter(
+    "proxyplane_gateway_sticky_sessions_skipped",
+    "Sticky sessions not written to the store: their service id is neither a service's nor a sub-user's",
+)
 FLUSH_SECONDS = Histogram(
     "proxyplane_gateway_usage_flush_seconds",
     "Duration of one usage flush to the store",

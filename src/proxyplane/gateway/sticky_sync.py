@@ -16,6 +16,13 @@ The workers of one host (``proxyplane gateway --workers N``) are nodes to each o
 its own writer id), and in addition share a table in memory (shared_sticky.SharedSticky): a new session
 is chosen under that table's lock, so a sid maps to one exit IP on the host at once, not after a sync;
 whatever a worker adopts, rotates or forgets goes into that table too.
+
+A sub-user's sessions (issue 18) are the router's under the derived service id ``"<service>/<pk>"``
+(gateway/subusers.py); in the store they are rows of the service with sid ``"<pk>:<sid>"`` (a plain sid
+has no ``:``), so the API lists, rotates and ends them with the service's, and a purge marker ``"<pk>:*"``
+ends one sub-user's sessions while the service's ``"*"`` ends the service's and all its sub-users'
+(``store_key`` / ``router_key``). A session whose id fits neither shape is not written: it is counted
+(``proxyplane_gateway_sticky_sessions_skipped``) and logged, never dropped silently.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import PURGE_SID
 from proxyplane.storage.models.gateway import StickySession as StickyRow
 
-from . import periodic
+from . import metrics, periodic
 from .access import ServiceEntry
 from .routing import Pool, Router, StickySession
 from .shared_sticky import SharedSticky, sticky_key
@@ -46,6 +53,25 @@ from .subnets import SubnetPool
 log = logging.getLogger(__name__)
 API_WRITER = "api"  # proxyplane.domains.proxy.service.API_WRITER (the gateway does not import domains)
 OVERLAP = timedelta(seconds=5)
+
+
+def store_key(service_id: str, sid: str) -> tuple[uuid.UUID, str]:
+    """(service uuid, stored sid) of a router session; ValueError when ``service_id`` is neither a service
+    uuid nor a sub-user's ``"<service uuid>/<pk>"``."""
+    service, slash, pk = service_id.partition("/")
+    if slash:
+        if not pk.isdigit():
+            raise ValueError(f"not a sub-user's service id: {service_id!r}")
+        sid = f"{pk}:{sid}"
+    return uuid.UUID(service), sid
+
+
+def router_key(service_id: str, sid: str) -> tuple[str, str]:
+    """(router service id, sid) of a stored row: a sub-user's ``"<pk>:<sid>"`` is ``"<service>/<pk>"``'s."""
+    pk, colon, rest = sid.partition(":")
+    if colon and pk.isdigit():
+        return f"{service_id}/{pk}", rest
+    return service_id, sid
 
 
 def _ts(value: datetime) -> float:
@@ -124,6 +150,11 @@ class SharedRouter(Router):
     def session(self, service_id: str, sid: str) -> StickySession | None:
         return self._sessions.get(service_id, {}).get(sid)
 
+    def family(self, service_id: str) -> list[str]:
+        """The router ids of a service's sessions and of its sub-users' (a scan: purges only)."""
+        prefix = service_id + "/"
+        return [service_id, *(k for k in list(self._sessions) if k.startswith(prefix))]
+
     def adopt(
         self, service_id: str, sid: str, exit_ip: str, started: float, expires: float, force: bool
     ) -> bool:
@@ -186,23 +217,36 @@ class StickySync:
         keys, self.router.dirty = self.router.dirty, set()
         now = utcnow()
         values = []
+        skipped: list[str] = []
         for service_id, sid in keys:
             s = self.router.session(service_id, sid)
             if s is None:
                 continue
-            with contextlib.suppress(ValueError):
-                values.append(
-                    {
-                        "service_id": uuid.UUID(service_id),
-                        "sid": sid,
-                        "exit_ip": s.exit_ip,
-                        "started_at": _dt(s.started),
-                        "expires_at": _dt(s.expires),
-                        "ended": False,
-                        "writer": self.node_id,
-                        "updated_at": now,
-                    }
-                )
+            try:
+                service_uuid, stored_sid = store_key(service_id, sid)
+            except ValueError:
+                skipped.append(service_id)
+                continue
+            values.append(
+                {
+                    "service_id": service_uuid,
+                    "sid": stored_sid,
+                    "exit_ip": s.exit_ip,
+                    "started_at": _dt(s.started),
+                    "expires_at": _dt(s.expires),
+                    "ended": False,
+                    "writer": self.node_id,
+                    "updated_at": now,
+                }
+            )
+        if skipped:
+            metrics.STICKY_SKIPPED.inc(len(skipped))
+            log.warning(
+                "%d sticky session(s) not written to the store (not shared with other nodes nor listed by "
+                "the API): service id %r is neither a service uuid nor '<service uuid>/<sub-user pk>'",
+                len(skipped),
+                skipped[0],
+            )
         if not values:
             return 0
         insert = sqlite_insert if self.db.is_sqlite else pg_insert
@@ -245,19 +289,20 @@ class StickySync:
                 continue
             self._applied[key] = row.updated_at
             applied += 1
-            service_id = key[0]
-            if row.sid == PURGE_SID:
-                if row.ended:
+            service_id, sid = router_key(*key)
+            if sid == PURGE_SID:
+                if row.ended:  # "*": the service's and its sub-users' sessions; "<pk>:*": the sub-user's
                     started = _ts(row.updated_at)
-                    for s in list(self.router.list_sessions(service_id)):
-                        if s.started <= started:
-                            self.router.forget(service_id, s.sid)
+                    for owner in [service_id] if "/" in service_id else self.router.family(service_id):
+                        for s in list(self.router.list_sessions(owner)):
+                            if s.started <= started:
+                                self.router.forget(owner, s.sid)
             elif row.ended:
-                self.router.forget(service_id, row.sid)
+                self.router.forget(service_id, sid)
             else:
                 self.router.adopt(
                     service_id,
-                    row.sid,
+                    sid,
                     row.exit_ip,
                     _ts(row.started_at),
                     _ts(row.expires_at),

@@ -235,36 +235,61 @@ async def set_ttl(session: AsyncSession, svc: Service, minutes: int) -> ProxySet
 
 
 # --- sticky sessions ------------------------------------------------------------------------------
+# A sub-user's sessions are rows of its service with sid "<sub-user pk>:<sid>" (issue 18: the gateway's
+# sticky_sync writes them so); a plain sid never contains ":" (sids are [A-Za-z0-9_]).
+
+
+def stored_sid(sid: str, subuser_pk: int | None) -> str:
+    return sid if subuser_pk is None else f"{subuser_pk}:{sid}"
+
+
+def split_sid(stored: str) -> tuple[int | None, str]:
+    """(sub-user pk or None, sid) of a stored sid."""
+    pk, colon, sid = stored.partition(":")
+    return (int(pk), sid) if colon and pk.isdigit() else (None, stored)
 
 
 async def live_sessions(
-    session: AsyncSession, svc: Service, now: datetime | None = None
+    session: AsyncSession,
+    svc: Service,
+    now: datetime | None = None,
+    subuser_pk: int | None = None,
+    every: bool = False,
 ) -> list[StickySession]:
+    """Live sessions of the service itself (``subuser_pk`` None), of one sub-user, or, ``every``, of the
+    service and all its sub-users."""
     now = now or utcnow()
-    rows = await session.execute(
-        select(StickySession)
-        .where(
-            StickySession.service_id == svc.service_id,
-            StickySession.sid != PURGE_SID,
-            StickySession.ended.is_(False),
-            StickySession.expires_at > now,
-        )
-        .order_by(StickySession.started_at)
+    sid = StickySession.sid
+    query = select(StickySession).where(
+        StickySession.service_id == svc.service_id,
+        sid != PURGE_SID,
+        StickySession.ended.is_(False),
+        StickySession.expires_at > now,
     )
-    return list(rows.scalars())
+    if not every:
+        query = query.where(
+            ~sid.contains(":") if subuser_pk is None else sid.startswith(f"{subuser_pk}:"),
+        )
+    rows = await session.execute(query.order_by(StickySession.started_at))
+    return list(rows.scalars())  # purge markers ("*", "<pk>:*") are ended rows
 
 
-async def live_session(session: AsyncSession, svc: Service, sid: str) -> StickySession:
-    for row in await live_sessions(session, svc):
-        if row.sid == sid:
-            return row
-    raise NotFound(f"no live sticky session {sid!r} on service {svc.service_id}")
+async def live_session(
+    session: AsyncSession, svc: Service, sid: str, subuser_pk: int | None = None
+) -> StickySession:
+    row = await session.get(StickySession, (svc.service_id, stored_sid(sid, subuser_pk)))
+    if row is None or row.ended or row.sid == PURGE_SID or row.expires_at <= utcnow():
+        whose = "" if subuser_pk is None else " of this sub-user"
+        raise NotFound(f"no live sticky session {sid!r}{whose} on service {svc.service_id}")
+    return row
 
 
-async def rotate_session(session: AsyncSession, svc: Service, sid: str) -> StickySession:
+async def rotate_session(
+    session: AsyncSession, svc: Service, sid: str, subuser_pk: int | None = None
+) -> StickySession:
     """A new exit IP (different when the pool allows) and a fresh TTL window of the same length."""
     require_rotating(svc)
-    row = await live_session(session, svc, sid)
+    row = await live_session(session, svc, sid, subuser_pk)
     pool = sorted(await exit_pool(session, svc))
     others = [ip for ip in pool if ip != row.exit_ip] or pool
     if not others:
@@ -278,33 +303,35 @@ async def rotate_session(session: AsyncSession, svc: Service, sid: str) -> Stick
     return row
 
 
-async def end_session(session: AsyncSession, svc: Service, sid: str) -> None:
+async def end_session(session: AsyncSession, svc: Service, sid: str, subuser_pk: int | None = None) -> None:
     require_rotating(svc)
-    row = await live_session(session, svc, sid)
+    row = await live_session(session, svc, sid, subuser_pk)
     row.ended, row.writer, row.updated_at = True, API_WRITER, utcnow()
     await session.flush()
 
 
-async def purge_sessions(session: AsyncSession, svc: Service) -> int:
-    """End every session; a purge marker also ends those a node created but has not written yet."""
+async def purge_sessions(session: AsyncSession, svc: Service, subuser_pk: int | None = None) -> int:
+    """End every session of the service and its sub-users (``subuser_pk`` None) or of one sub-user; a
+    purge marker ("*", or "<pk>:*") also ends those a node created but has not written yet."""
     require_rotating(svc)
     now = utcnow()
-    ended = len(await live_sessions(session, svc, now))
-    await session.execute(
-        update(StickySession)
-        .where(
-            StickySession.service_id == svc.service_id,
-            StickySession.ended.is_(False),
-            StickySession.sid != PURGE_SID,
-        )
-        .values(ended=True, writer=API_WRITER, updated_at=now)
+    whole = subuser_pk is None
+    ended = len(await live_sessions(session, svc, now, subuser_pk, every=whole))
+    query = update(StickySession).where(
+        StickySession.service_id == svc.service_id,
+        StickySession.ended.is_(False),
+        StickySession.sid != PURGE_SID,
     )
-    marker = await session.get(StickySession, (svc.service_id, PURGE_SID))
+    if not whole:
+        query = query.where(StickySession.sid.startswith(f"{subuser_pk}:"))
+    await session.execute(query.values(ended=True, writer=API_WRITER, updated_at=now))
+    marker_sid = stored_sid(PURGE_SID, subuser_pk)
+    marker = await session.get(StickySession, (svc.service_id, marker_sid))
     if marker is None:
         session.add(
             StickySession(
                 service_id=svc.service_id,
-                sid=PURGE_SID,
+                sid=marker_sid,
                 exit_ip="",
                 started_at=now,
                 expires_at=now + timedelta(hours=1),
@@ -315,6 +342,6 @@ async def purge_sessions(session: AsyncSession, svc: Service) -> int:
         )
     else:
         marker.started_at, marker.expires_at = now, now + timedelta(hours=1)
-        marker.writer, marker.updated_at = API_WRITER, now
+        marker.ended, marker.writer, marker.updated_at = True, API_WRITER, now
     await session.flush()
     return ended

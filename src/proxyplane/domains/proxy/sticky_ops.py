@@ -1,4 +1,8 @@
-"""Operations: session mode, sticky TTL and sticky sessions of a rotating service."""
+"""Operations: session mode, sticky TTL and sticky sessions of a rotating service.
+
+A sub-user's sticky sessions (issue 18) are listed with the service's, each with its ``subuser_id`` (null:
+the service's own login); the list takes a ``subuser_id`` filter and deleting one takes the ``subuser_id``
+it belongs to (a sid is unique per login, not per service). A purge ends the sub-users' sessions too."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from proxyplane.core.errors import Conflict, declares
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.proxy.ops import BASE, READ, WRITE, ServiceRef, owned
 from proxyplane.domains.services.ops import emit_changed
+from proxyplane.domains.subusers import service as subusers
 from proxyplane.ops import Context, Effect, Operation, register
+from proxyplane.storage.models import Service
 from proxyplane.storage.models.gateway import ProxySettings
 from proxyplane.storage.models.gateway import StickySession as StickyRow
 
@@ -25,11 +31,31 @@ class SessionRef(BaseModel):
     sid: str = SID
 
 
+SUBUSER = Field(
+    default=None,
+    description="the sub-user whose session it is (issue 18); absent or null: the service's own login",
+)
+
+
+class SessionDelete(SessionRef):
+    subuser_id: uuid.UUID | None = SUBUSER
+
+
+class SessionsIn(BaseModel):
+    service_id: uuid.UUID
+    subuser_id: uuid.UUID | None = Field(
+        default=None, description="only this sub-user's sessions; absent: the service's and its sub-users'"
+    )
+
+
 class StickySessionOut(BaseModel):
     sid: str
     exit_ip: str
     started_at: datetime
     expires_at: datetime
+    subuser_id: uuid.UUID | None = Field(
+        default=None, description="the sub-user whose session it is; null: the service's own login"
+    )
 
 
 class StickySessionsOut(BaseModel):
@@ -69,10 +95,22 @@ class TtlIn(BaseModel):
     )
 
 
-def session_out(row: StickyRow) -> StickySessionOut:
+def session_out(row: StickyRow, public: dict[int, uuid.UUID] | None = None) -> StickySessionOut:
+    pk, sid = proxy.split_sid(row.sid)
     return StickySessionOut(
-        sid=row.sid, exit_ip=row.exit_ip, started_at=row.started_at, expires_at=row.expires_at
+        sid=sid,
+        exit_ip=row.exit_ip,
+        started_at=row.started_at,
+        expires_at=row.expires_at,
+        subuser_id=None if pk is None or public is None else public.get(pk),
     )
+
+
+async def subuser_pk(ctx: Context, svc: Service, subuser_id: uuid.UUID | None) -> int | None:
+    """The internal id of the service's sub-user (404 when it is not this service's)."""
+    if subuser_id is None:
+        return None
+    return (await subusers.get_owned(ctx.session, svc, subuser_id)).id
 
 
 def mode_out(row: ProxySettings) -> ModeOut:
@@ -84,11 +122,15 @@ def mode_out(row: ProxySettings) -> ModeOut:
     )
 
 
-async def list_sessions(ctx: Context, data: ServiceRef) -> StickySessionsOut:
+async def list_sessions(ctx: Context, data: SessionsIn) -> StickySessionsOut:
     svc = await owned(ctx, data.service_id)
     proxy.require_rotating(svc)
-    rows = await proxy.live_sessions(ctx.session, svc)
-    return StickySessionsOut(service_id=svc.service_id, sessions=[session_out(r) for r in rows])
+    pk = await subuser_pk(ctx, svc, data.subuser_id)
+    rows = await proxy.live_sessions(ctx.session, svc, subuser_pk=pk, every=pk is None)
+    public = {}
+    if any(":" in r.sid for r in rows):
+        public = {s.id: s.subuser_id for s in await subusers.list_for_service(ctx.session, svc.service_id)}
+    return StickySessionsOut(service_id=svc.service_id, sessions=[session_out(r, public) for r in rows])
 
 
 async def rotate_session(ctx: Context, data: SessionRef) -> StickySessionOut:
@@ -98,9 +140,10 @@ async def rotate_session(ctx: Context, data: SessionRef) -> StickySessionOut:
     return session_out(row)
 
 
-async def end_session(ctx: Context, data: SessionRef) -> None:
+async def end_session(ctx: Context, data: SessionDelete) -> None:
     svc = await owned(ctx, data.service_id)
-    await proxy.end_session(ctx.session, svc, data.sid)
+    proxy.require_rotating(svc)
+    await proxy.end_session(ctx.session, svc, data.sid, await subuser_pk(ctx, svc, data.subuser_id))
     emit_changed(ctx, svc.service_id)
 
 
@@ -137,11 +180,12 @@ register(
     Operation(
         name="list_sticky_sessions",
         extra=declares(Conflict),
-        summary="Live sticky sessions of a rotating service: sid, exit IP, started, expires.",
+        summary="Live sticky sessions of a rotating service and its sub-users: sid, exit IP, started, "
+        "expires, sub-user.",
         method="GET",
         path=f"{STICKY}/sessions",
         handler=list_sessions,
-        input=ServiceRef,
+        input=SessionsIn,
         output=StickySessionsOut,
         scopes=READ,
         tags=TAGS,
@@ -162,11 +206,11 @@ register(
     Operation(
         name="delete_sticky_session",
         extra=declares(Conflict),
-        summary="End one sticky session (its next use starts a new one).",
+        summary="End one sticky session (its next use starts a new one); a sub-user's: with its subuser_id.",
         method="DELETE",
         path=f"{STICKY}/sessions/{{sid}}",
         handler=end_session,
-        input=SessionRef,
+        input=SessionDelete,
         output=None,
         scopes=WRITE,
         effect=Effect.WRITE,
@@ -176,7 +220,7 @@ register(
     Operation(
         name="purge_sticky_sessions",
         extra=declares(Conflict),
-        summary="End every sticky session of a rotating service.",
+        summary="End every sticky session of a rotating service (its sub-users' too).",
         method="POST",
         path=f"{STICKY}/purge",
         handler=purge,
