@@ -99,6 +99,10 @@ async def test_oauth_consent_in_the_browser_then_tool_calls_and_revocation(
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = await browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)  # a phone
         fits = "document.documentElement.scrollWidth <= window.innerWidth + 1"  # nothing overflows
+        one_line = (  # every scope name of the consent form on a single line (no mid-word wrap)
+            "[...document.querySelectorAll('#consent .checks code')].every(c =>"
+            " c.getBoundingClientRect().height < 1.5 * parseFloat(getComputedStyle(c).lineHeight))"
+        )
         page.on("dialog", lambda dialog: dialog.accept())
 
         async def open_in_browser(url: str) -> None:
@@ -110,6 +114,7 @@ async def test_oauth_consent_in_the_browser_then_tool_calls_and_revocation(
             await page.wait_for_url("**/oauth/consent**")
             assert "Browser Agent" in await page.inner_text("h1")
             assert await page.evaluate(fits)
+            assert await page.evaluate(one_line), "a scope name wraps mid-word"
             await page.locator("input[name=scopes]").evaluate_all(
                 "els => els.forEach(e => e.checked = false)"
             )
