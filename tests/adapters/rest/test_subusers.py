@@ -14,7 +14,7 @@ from proxyplane.core.scopes import Scope
 from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.subusers import ServiceSubuser
-from tests.domains.subusers.support import make_service
+from tests.domains.subusers.support import make_service, own_pool
 from tests.support import Account, bearer, make_account
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +24,10 @@ API = "/api/v1/customer/services"
 async def test_lifecycle_and_ownership(
     client: httpx.AsyncClient, platform: Platform, account: Account
 ) -> None:
-    svc = await make_service(platform, account, parameters={"plan": "bandwidth"}, max_connections=50)
+    pool = await own_pool(platform, ["US"])  # the countries are checked against the service's pool
+    svc = await make_service(
+        platform, account, parameters={"plan": "bandwidth", "exit_pool": pool}, max_connections=50
+    )
     base, h = f"{API}/{svc.service_id}/subusers", bearer(await account.key())
 
     r = await client.post(

@@ -6,8 +6,9 @@ import uuid
 from typing import Any
 
 from proxyplane.platform import Platform
-from proxyplane.storage.models import Service
+from proxyplane.storage.models import Service, StockIp
 from proxyplane.storage.models.subusers import ServiceSubuser
+from tests.domains.stock.support import unique_loopback
 from tests.support import Account, make_account
 
 
@@ -56,3 +57,16 @@ async def service_with_subusers(
         pks = [sub.id for sub in subs]
         await uow.commit()
     return account.customer_id, svc.service_id, pks
+
+
+async def own_pool(platform: Platform, countries: list[str]) -> str:
+    """A rotating exit pool of this test's own (one loopback IP per country): {"exit_pool": <it>} as a
+    service parameter gives the service exactly these countries, whatever other tests stock."""
+    pool = f"pool_{uuid.uuid4().hex[:12]}"  # a pool name of its own: not a product kind, rows added directly
+    async with platform.db.unit_of_work() as uow:
+        uow.session.add_all(
+            StockIp(address=unique_loopback(), product_kind=pool, country_maxmind=c, country_ripe=c)
+            for c in countries
+        )
+        await uow.commit()
+    return pool

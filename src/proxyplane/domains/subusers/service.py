@@ -8,7 +8,8 @@ Rules (docs/decisions.md "Sub-users (issue 18)"):
 - a login is unique among service logins AND sub-user logins (checked both ways: here, and in
   domains/proxy change_credentials for a service's login change); generated service logins look like
   pp + 10 hex digits, which a sub-user login may not, so a later generated service login cannot collide;
-- max_connections <= the service's; countries only on rotating services; traffic limits in the plan's
+- max_connections <= the service's; countries only on rotating services, each in the service's exit pool
+  (422 naming the others); traffic limits in the plan's
   unit on rotating services (bandwidth -> bytes, requests -> requests), either on static ones;
 - a sub-user's whitelist entries count against the service's whitelist slots with the service's own.
 """
@@ -27,7 +28,7 @@ from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
-from proxyplane.storage.models import Base, Service, ServiceWhitelist
+from proxyplane.storage.models import Base, Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 
 MAX_PER_SERVICE = 100
@@ -155,6 +156,33 @@ def _settle(sub: ServiceSubuser) -> None:
     sub.limit_reached = now == 100
 
 
+async def pool_countries(session: AsyncSession, svc: Service) -> set[str]:
+    """The countries (upper-case ISO alpha-2) of a rotating service's exit pool: its unretired stock, by
+    the service's geo source (what the gateway routes -country-XX by)."""
+    pool = str((svc.parameters or {}).get("exit_pool", "proxy_datacenter"))
+    col = StockIp.country_ripe if svc.geo_source == "ripe" else StockIp.country_maxmind
+    rows = await session.execute(
+        select(func.upper(col)).where(StockIp.product_kind == pool, StockIp.retired_at.is_(None)).distinct()
+    )
+    return {c for c in rows.scalars() if c}
+
+
+async def check_countries(session: AsyncSession, svc: Service, countries: list[str] | None) -> None:
+    """422 naming the countries (already cleaned) outside the service's exit pool: a sub-user limited to
+    them could never connect. Checked when the list is set (create/update), not when the pool changes."""
+    if not countries or not proxy.is_rotating(svc):
+        return  # any country; static services are refused by check_limits
+    available = await pool_countries(session, svc)
+    unknown = [c for c in countries if c not in available]
+    if unknown:
+        raise ValidationFailed(
+            f"{'countries' if len(unknown) > 1 else 'country'} {', '.join(unknown)} not in this service's "
+            f"exit pool (available: {', '.join(sorted(available)) or 'none'})",
+            field="countries",
+            unknown_countries=unknown,
+        )
+
+
 async def create(
     session: AsyncSession, box: SecretBox, svc: Service, login: str | None, fields: dict[str, Any]
 ) -> tuple[ServiceSubuser, str]:
@@ -166,6 +194,7 @@ async def create(
         raise Conflict(f"a service has at most {MAX_PER_SERVICE} sub-users; delete one first")
     fields = dict(fields, countries=clean_countries(fields.get("countries")))
     check_limits(svc, fields)
+    await check_countries(session, svc, fields["countries"])
     if login is None:
         login = new_login()
         while await login_taken(session, login):  # 40 random bits: practically never loops
@@ -200,6 +229,8 @@ async def update(
     if "countries" in changes:
         changes["countries"] = clean_countries(changes["countries"])
     check_limits(svc, changes)
+    if "countries" in changes:
+        await check_countries(session, svc, changes["countries"])
     if "login" in changes and changes["login"] != sub.login:
         sub.login = await check_login(session, changes.pop("login"))
     changes.pop("login", None)
