@@ -103,8 +103,9 @@ class ErrorsOut(BaseModel):
     errors_by_category: dict[str, int]
     errors_by_exit_ip: dict[str, dict[str, int]] = Field(
         default_factory=dict,
-        description="Upstream failures (connect, refused, timeout) per exit IP and category; exit IPs "
-        "without failures are not listed; with a sub-user filter, that sub-user's",
+        description="Upstream failures (connect, refused, timeout) per exit IP and category (an IPv6 "
+        "service's per subnet, not per drawn address); exit IPs without failures are not listed; with a "
+        "sub-user filter, that sub-user's",
     )
 
 
