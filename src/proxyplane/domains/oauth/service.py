@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -283,54 +283,47 @@ async def revoke_grant(session: AsyncSession, customer_id: int, grant_id: uuid.U
     return grant
 
 
+# The MCP endpoint's token check, built once (its cache key is memoized): one statement by the token's
+# primary key through the grant, its key row and the customer, every "still valid" condition but expiry in
+# SQL, plain columns, no ORM session (issue 20.2: ~4 ms of CPU per MCP request went to the ORM path).
+_TOKEN_CHECK = (
+    select(
+        OAuthToken.scopes,
+        OAuthToken.expires_at,
+        OAuthGrant.id,
+        OAuthGrant.client_id,
+        OAuthGrant.resource,
+        OAuthGrant.confirm_spending,
+        ApiKey.id,
+        ApiKey.customer_id,
+        ApiKey.scopes,
+    )
+    .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
+    .join(ApiKey, ApiKey.id == OAuthGrant.api_key_id)
+    .join(Customer, Customer.id == ApiKey.customer_id)
+    .where(
+        OAuthToken.token_hash == bindparam("token_hash"),
+        OAuthToken.kind == "access",
+        OAuthToken.revoked_at.is_(None),
+        OAuthGrant.revoked_at.is_(None),
+        ApiKey.revoked_at.is_(None),
+        Customer.status == "active",
+    )
+)
+
+
 async def authenticate_token(db: Database, raw: str, resource: str) -> OAuthPrincipal | None:
     """The access token's principal when it is live and was issued for `resource` (RFC 8707 audience);
-    read on every request (no cache), so a revocation is refused at once."""
+    read on every request (no cache), so a revocation (token, grant or key row) is refused at once."""
     if not raw.startswith(ACCESS_PREFIX) or len(raw) > 200:
         return None
-    async with db.unit_of_work(write=False) as uow:
-        row = (
-            await uow.session.execute(
-                select(
-                    OAuthToken.scopes,
-                    OAuthToken.expires_at,
-                    OAuthToken.revoked_at,
-                    OAuthGrant.id,
-                    OAuthGrant.client_id,
-                    OAuthGrant.resource,
-                    OAuthGrant.confirm_spending,
-                    OAuthGrant.revoked_at,
-                    ApiKey.id,
-                    ApiKey.customer_id,
-                    ApiKey.scopes,
-                    ApiKey.revoked_at,
-                    Customer.status,
-                )
-                .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
-                .join(ApiKey, ApiKey.id == OAuthGrant.api_key_id)
-                .join(Customer, Customer.id == ApiKey.customer_id)
-                .where(OAuthToken.token_hash == digest(raw), OAuthToken.kind == "access")
-            )
-        ).first()
+    async with db.engine.connect() as conn:  # one read; leaving ends its transaction
+        if not db.is_sqlite:  # one statement: no BEGIN/ROLLBACK round trips around it
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+        row = (await conn.execute(_TOKEN_CHECK, {"token_hash": digest(raw)})).first()
     if row is None:
         return None
-    (
-        scopes,
-        expires_at,
-        revoked_at,
-        grant_id,
-        client_id,
-        token_resource,
-        confirm,
-        grant_revoked,
-        key_id,
-        customer_id,
-        key_scopes,
-        key_revoked,
-        status,
-    ) = row
-    if revoked_at is not None or grant_revoked is not None or key_revoked is not None or status != "active":
-        return None
+    scopes, expires_at, grant_id, client_id, token_resource, confirm, key_id, customer_id, key_scopes = row
     if expires_at <= utcnow() or token_resource.rstrip("/") != resource.rstrip("/"):
         return None
     return OAuthPrincipal(
