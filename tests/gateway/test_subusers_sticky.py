@@ -1,8 +1,9 @@
 """A sub-user's sticky sessions across gateway nodes (issue 18), end to end on loopback: two nodes on one
 store, a rotating service with a sub-user created through the REST API. A session the sub-user makes on
 node A keeps its exit IP on node B, the API lists it with its subuser_id (apart from the service's own
-session of the same sid), deleting it through the API ends it on both nodes and leaves the service's, and a
-purge ends the service's and its sub-users' sessions everywhere."""
+session of the same sid), deleting it through the API ends it on both nodes and leaves the service's, a
+rotation through the sub-user's path moves it on both, the sub-user's purge ends its sessions only and the
+service's purge ends the service's and its sub-users' sessions everywhere."""
 
 from __future__ import annotations
 
@@ -97,8 +98,35 @@ async def test_subuser_sticky_sessions_across_nodes(
         await eventually(ended_everywhere)
         assert holds(a, sid, "abc") and await listed() == [("abc", own, "")]
 
-        # a purge ends the service's session and its sub-users' on every node
-        await exit_ip(gw_b, f"{login}-session-xyz")
+        # a sub-user's session rotated through its own path: the new exit IP on both nodes
+        before = await exit_ip(gw_b, f"{login}-session-xyz")
+        sub_sticky = f"{API}/{sid}/subusers/{public}/sticky"
+
+        async def xyz_everywhere() -> bool:  # listed, and node A holds it (a request there would not race)
+            return ("xyz", before, public) in await listed() and holds(a, mine, "xyz")
+
+        await eventually(xyz_everywhere)
+        r = await client.post(f"{sub_sticky}/sessions/xyz/rotate", headers=bearer(key))
+        assert r.status_code == 200, r.text
+        assert r.json()["subuser_id"] == public and r.json()["exit_ip"] != before
+        new = r.json()["exit_ip"]
+
+        async def rotated_everywhere() -> bool:
+            return {await exit_ip(gw, f"{login}-session-xyz") for gw in (gw_a, gw_b)} == {new}
+
+        await eventually(rotated_everywhere)
+        # the sub-user's purge ends its sessions only
+        r = await client.post(f"{sub_sticky}/purge", headers=bearer(key))
+        assert r.status_code == 200 and r.json()["purged"] == 1
+
+        async def xyz_ended() -> bool:
+            return not holds(a, mine, "xyz") and not holds(b, mine, "xyz")
+
+        await eventually(xyz_ended)
+        assert holds(a, sid, "abc") and await listed() == [("abc", own, "")]
+
+        # the service's purge ends its own sessions and its sub-users' on every node
+        await exit_ip(gw_b, f"{login}-session-q")
 
         async def two_listed() -> bool:
             return len(await listed()) == 2
@@ -108,7 +136,7 @@ async def test_subuser_sticky_sessions_across_nodes(
         assert r.status_code == 200 and r.json()["purged"] == 2
 
         async def purged_everywhere() -> bool:
-            return not any(holds(n, o, s) for n in (a, b) for o, s in ((mine, "xyz"), (sid, "abc")))
+            return not any(holds(n, o, s) for n in (a, b) for o, s in ((mine, "q"), (sid, "abc")))
 
         await eventually(purged_everywhere)
         assert await listed() == []

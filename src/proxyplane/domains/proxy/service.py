@@ -285,12 +285,21 @@ async def live_session(
 
 
 async def rotate_session(
-    session: AsyncSession, svc: Service, sid: str, subuser_pk: int | None = None
+    session: AsyncSession,
+    svc: Service,
+    sid: str,
+    subuser_pk: int | None = None,
+    countries: list[str] | None = None,
 ) -> StickySession:
-    """A new exit IP (different when the pool allows) and a fresh TTL window of the same length."""
+    """A new exit IP (different when the pool allows; within ``countries``, a sub-user's allowed ones,
+    when given) and a fresh TTL window of the same length."""
     require_rotating(svc)
     row = await live_session(session, svc, sid, subuser_pk)
-    pool = sorted(await exit_pool(session, svc))
+    exits = await exit_pool(session, svc)
+    if countries:
+        allowed = {c.upper() for c in countries}
+        exits = {ip: c for ip, c in exits.items() if (c or "").upper() in allowed}
+    pool = sorted(exits)
     others = [ip for ip in pool if ip != row.exit_ip] or pool
     if not others:
         raise Conflict("the service's exit pool is empty")

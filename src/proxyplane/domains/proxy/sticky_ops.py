@@ -41,6 +41,15 @@ class SessionDelete(SessionRef):
     subuser_id: uuid.UUID | None = SUBUSER
 
 
+class SubuserSticky(BaseModel):
+    service_id: uuid.UUID
+    subuser_id: uuid.UUID
+
+
+class SubuserSession(SubuserSticky):
+    sid: str = SID
+
+
 class SessionsIn(BaseModel):
     service_id: uuid.UUID
     subuser_id: uuid.UUID | None = Field(
@@ -154,6 +163,24 @@ async def purge(ctx: Context, data: ServiceRef) -> PurgeOut:
     return PurgeOut(service_id=svc.service_id, purged=n)
 
 
+async def rotate_subuser_session(ctx: Context, data: SubuserSession) -> StickySessionOut:
+    svc = await owned(ctx, data.service_id)
+    proxy.require_rotating(svc)
+    sub = await subusers.get_owned(ctx.session, svc, data.subuser_id)
+    row = await proxy.rotate_session(ctx.session, svc, data.sid, sub.id, sub.countries)
+    emit_changed(ctx, svc.service_id)
+    return session_out(row, {sub.id: sub.subuser_id})
+
+
+async def purge_subuser(ctx: Context, data: SubuserSticky) -> PurgeOut:
+    svc = await owned(ctx, data.service_id)
+    proxy.require_rotating(svc)
+    sub = await subusers.get_owned(ctx.session, svc, data.subuser_id)
+    n = await proxy.purge_sessions(ctx.session, svc, sub.id)
+    emit_changed(ctx, svc.service_id)
+    return PurgeOut(service_id=svc.service_id, purged=n)
+
+
 async def get_mode(ctx: Context, data: ServiceRef) -> ModeOut:
     svc = await owned(ctx, data.service_id)
     proxy.require_rotating(svc)
@@ -175,6 +202,7 @@ async def put_ttl(ctx: Context, data: TtlIn) -> ModeOut:
 
 
 STICKY = f"{BASE}/sticky"
+SUBUSER_STICKY = "/customer/services/{service_id}/subusers/{subuser_id}/sticky"
 TAGS = ("proxy",)
 register(
     Operation(
@@ -225,6 +253,32 @@ register(
         path=f"{STICKY}/purge",
         handler=purge,
         input=ServiceRef,
+        output=PurgeOut,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        tags=TAGS,
+    ),
+    Operation(
+        name="rotate_subuser_sticky_session",
+        extra=declares(Conflict),
+        summary="Give a sub-user's sticky session a new exit IP (within its countries); its TTL restarts.",
+        method="POST",
+        path=f"{SUBUSER_STICKY}/sessions/{{sid}}/rotate",
+        handler=rotate_subuser_session,
+        input=SubuserSession,
+        output=StickySessionOut,
+        scopes=WRITE,
+        effect=Effect.WRITE,
+        tags=TAGS,
+    ),
+    Operation(
+        name="purge_subuser_sticky_sessions",
+        extra=declares(Conflict),
+        summary="End every sticky session of one sub-user (the service's and other sub-users' stay).",
+        method="POST",
+        path=f"{SUBUSER_STICKY}/purge",
+        handler=purge_subuser,
+        input=SubuserSticky,
         output=PurgeOut,
         scopes=WRITE,
         effect=Effect.WRITE,
