@@ -14,6 +14,7 @@ from .limits import ConnectionLimiter
 from .metering import Meter
 from .routing import Router
 from .subnets import error_exit
+from .subusers import cut_refused
 from .upstream import UpstreamPool
 
 # upstream failures attributed to the exit IP they were made from (not dns: that is the name's fault,
@@ -55,6 +56,11 @@ class Context:
     def __post_init__(self) -> None:
         # sub-users' traffic between flushes: the access table reads what the meter counted (subusers.py)
         self.access.sub_counts = self.meter.sub_counts
+        # a sub-user over its traffic limit (or disabled) loses its open tunnels too (subusers.py)
+        self.meter.add_check(self.cut_refused)
+
+    def cut_refused(self) -> None:
+        cut_refused(self.meter, self.access)
 
     def error(self, service_id: str | None, host: str, reason: str, exit_ip: str = "") -> None:
         """Count an error; upstream failures that say something about the exit IP used (EXIT_FAULTS)

@@ -50,9 +50,12 @@ UsageSink = Callable[[list[UsageRow]], Awaitable[None]]
 class Flow:
     """Counters of one tunnel (or one UDP destination): plain attribute increments on the hot path,
     moved into the minute rows by ``Meter.harvest`` / ``Meter.close_flow``. The request and connection
-    counts a tunnel opens with ride along, so opening a tunnel touches no row at all."""
+    counts a tunnel opens with ride along, so opening a tunnel touches no row at all. ``cut``, set by the
+    tunnel while it relays, ends it (a sub-user over its traffic limit: gateway/subusers.cut_refused)."""
 
-    __slots__ = ("service_id", "host", "up", "down", "requests", "connections", "_up_seen", "_down_seen")
+    __slots__ = (
+        "service_id", "host", "up", "down", "requests", "connections", "_up_seen", "_down_seen", "cut"
+    )
 
     def __init__(self, service_id: str, host: str, requests: int = 0, connections: int = 0) -> None:
         self.service_id = service_id
@@ -63,6 +66,7 @@ class Flow:
         self.connections = connections
         self._up_seen = 0
         self._down_seen = 0
+        self.cut: Callable[[], None] | None = None
 
     def take_delta(self) -> tuple[int, int]:
         up, down = self.up - self._up_seen, self.down - self._down_seen
@@ -75,7 +79,9 @@ class Meter:
         self._clock = clock
         self._rows: dict[tuple[str, int, str], UsageRow] = {}
         self._flows: set[Flow] = set()
+        self._sub_flows: set[Flow] = set()  # the sub-users' among them
         self._sources: list[Callable[[], None]] = []
+        self._checks: list[Callable[[], None]] = []
         # per sub-user metering id ("<service>/<pk>", gateway/subusers.py): [bytes, requests] counted and
         # [bytes, requests] flushed by this node since it started; shared with the access table (Context)
         # for the sub-users' traffic limits between flushes
@@ -92,6 +98,16 @@ class Meter:
         """``source()`` runs before every harvest: it brings flow counters kept elsewhere (the C tunnel
         engine's byte counts) up to date."""
         self._sources.append(source)
+
+    def add_check(self, check: Callable[[], None]) -> None:
+        """``check()`` runs after every harvest (every second and at each flush), when the counts are fresh:
+        it may cut open tunnels (``Flow.cut``)."""
+        self._checks.append(check)
+
+    def subuser_flows(self) -> list[Flow]:
+        """The open flows of sub-users (metering id "<service>/<pk>"), kept apart so that the check after
+        each harvest costs nothing for services' tunnels."""
+        return list(self._sub_flows)
 
     def _row(self, service_id: str, host: str) -> UsageRow:
         minute = int(self._clock() // 60)
@@ -126,11 +142,14 @@ class Meter:
     def open_flow(self, service_id: str, host: str, *, requests: int = 0, connections: int = 0) -> Flow:
         flow = Flow(service_id, host, requests, connections)
         self._flows.add(flow)
+        if "/" in service_id:
+            self._sub_flows.add(flow)
         return flow
 
     def close_flow(self, flow: Flow) -> None:
         self._harvest_one(flow)
         self._flows.discard(flow)
+        self._sub_flows.discard(flow)
 
     def _harvest_one(self, flow: Flow) -> None:
         up, down = flow.take_delta()
@@ -152,6 +171,8 @@ class Meter:
             source()
         for flow in list(self._flows):
             self._harvest_one(flow)
+        for check in self._checks:
+            check()
 
     def drain(self) -> list[UsageRow]:
         """Everything counted so far (flows harvested), removed from the meter."""

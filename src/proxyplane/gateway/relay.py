@@ -117,6 +117,7 @@ class Relay:
         if not self.closed:
             ct.resume_reading()
             flow = self.flow
+            flow.cut = self.close
             self._last_total = flow.up + flow.down
             self._deadline = self.ctx.deadlines.add(self, self.ctx.settings.idle_timeout)
 
@@ -158,6 +159,7 @@ class Relay:
                 end.transport.close()
             end.relay = None  # break the reference cycles: plain refcounting frees the tunnel
             end.peer = None
+        self.flow.cut = None
         ctx.meter.close_flow(self.flow)
         if self.slot is not None:
             ctx.limiter.release(self.slot)

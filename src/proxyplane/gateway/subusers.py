@@ -11,7 +11,10 @@ descriptor budget. A service without sub-users costs nothing more than before.
 
 Traffic limits: the store's ``limit_reached`` (set by the usage flush: domains/subusers/metering.py), or
 the used totals loaded with the entry plus what this node counted since (``Meter.sub_counts``: counted
-in total, minus what was flushed before the entry was loaded) reaching a limit.
+in total, minus what was flushed before the entry was loaded) reaching a limit. A limit refuses new
+connections AND ends the sub-user's open tunnels (``cut_refused``, after every harvest of the meter, i.e.
+within a second of the bytes that crossed it on this node, or of the store's change for other nodes'
+traffic); so does disabling the sub-user. Plain HTTP requests are checked one by one anyway.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from .auth_reasons import AuthFailure
 from .subnets import SubnetExits
 
 if TYPE_CHECKING:
-    from .access import ServiceEntry
+    from .access import AccessProvider, ServiceEntry
+    from .metering import Meter
     from .protocol.username import UsernameOptions
 
 # per metering id of a sub-user: [bytes counted, requests counted, bytes flushed, requests flushed]
@@ -135,6 +139,25 @@ def over_traffic(sub: SubuserEntry, counts: SubCounts, mid: str) -> bool:
     if sub.limit_bytes is not None and sub.used_bytes + extra_bytes >= sub.limit_bytes:
         return True
     return sub.limit_requests is not None and sub.used_requests + extra_requests >= sub.limit_requests
+
+
+def cut_refused(meter: Meter, access: AccessProvider) -> int:
+    """End the open tunnels of sub-users refused now (traffic limit reached, disabled); the count cut.
+    Each is metered under its reason (``subuser_traffic_limit`` / ``subuser_disabled``) like a refusal."""
+    cut = 0
+    counts = meter.sub_counts
+    for flow in meter.subuser_flows():
+        if flow.cut is None:
+            continue
+        entry = access.get(flow.service_id)
+        if entry is None or entry.subuser is None:
+            continue  # gone from the table (deleted): left to end by itself
+        reason = refusal(entry, None, counts)
+        if reason is not None:
+            flow.cut()
+            meter.record(flow.service_id, flow.host, error=reason.value)
+            cut += 1
+    return cut
 
 
 def refusal(entry: ServiceEntry, options: UsernameOptions | None, counts: SubCounts) -> AuthFailure | None:

@@ -196,6 +196,11 @@ class TunnelEngine:
         self.engine.sweep(settings.handshake_timeout, settings.connect_timeout, settings.idle_timeout)
         self.drain()
 
+    def cut(self, cid: int) -> None:
+        """End a tunnel now (its CLOSED event meters the last bytes and frees the slot)."""
+        if self.engine.close(cid):
+            self.drain()
+
     def pull_counts(self) -> None:
         """Byte totals of the open tunnels into their flows (before the meter harvests)."""
         conns = self.conns
@@ -325,6 +330,8 @@ class TunnelEngine:
     # -- upstream --
     def open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
         host, port = rec.host, rec.port
+        if rec.flow is not None:
+            rec.flow.cut = functools.partial(self.cut, cid)
         if literal_family(host) is None:
             rec.task = self._spawn(self.resolve_and_open(cid, rec, ok_reply))
             return
@@ -386,7 +393,7 @@ class TunnelEngine:
             rec.task.cancel()
         flow = rec.flow
         if flow is not None:
-            flow.up, flow.down = up, down
+            flow.up, flow.down, flow.cut = up, down, None
             self.ctx.meter.close_flow(flow)
         if rec.slot is not None:
             release_slot(self.ctx, rec.slot)

@@ -128,6 +128,17 @@ PyObject *Engine_detach(Engine *e, PyObject *args) {
     return res;
 }
 
+/* close(id): end a connection in any state (e.g. a relaying tunnel whose user lost the right to it);
+   its CLOSED event (why = WHY_DONE, with the final byte counts) is queued for take() */
+PyObject *Engine_close(Engine *e, PyObject *args) {
+    unsigned long long id;
+    if (!PyArg_ParseTuple(args, "K", &id)) return NULL;
+    conn_t *c = tn_conn_get(e, id);
+    if (!c) Py_RETURN_FALSE;
+    tn_conn_close(e, c, WHY_DONE);
+    Py_RETURN_TRUE;
+}
+
 /* counts() -> [(id, up, down)] for relays whose totals changed since the last call */
 PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg)) {
     PyObject *out = PyList_New(0);

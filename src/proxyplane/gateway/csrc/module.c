@@ -174,6 +174,7 @@ static PyMethodDef Engine_methods[] = {
     {"send", (PyCFunction)Engine_send, METH_VARARGS, "send(id, data, next)"},
     {"connect", (PyCFunction)Engine_connect, METH_VARARGS, "connect(id, ip, port, bind_ip, ok_reply)"},
     {"detach", (PyCFunction)Engine_detach, METH_VARARGS, "detach(id) -> (fd, data) or None"},
+    {"close", (PyCFunction)Engine_close, METH_VARARGS, "close(id): end a connection now (a CLOSED event)"},
     {"counts", (PyCFunction)Engine_counts, METH_NOARGS, "[(id, up, down)] changed since last call"},
     {"sweep", (PyCFunction)Engine_sweep, METH_VARARGS, "sweep(handshake, connect, idle timeouts)"},
     {"close_all", (PyCFunction)Engine_close_all, METH_NOARGS, "Close every connection; the events."},

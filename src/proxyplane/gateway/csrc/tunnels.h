@@ -140,6 +140,7 @@ PyObject *Engine_send(Engine *e, PyObject *args);
 int tn_parse_addr(const char *ip, int port, struct sockaddr_storage *sa, socklen_t *len);
 PyObject *Engine_connect(Engine *e, PyObject *args);
 PyObject *Engine_detach(Engine *e, PyObject *args);
+PyObject *Engine_close(Engine *e, PyObject *args);
 PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_sweep(Engine *e, PyObject *args);
 
