@@ -29,7 +29,7 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            for part in [*(lifespan_parts or []), mcp.session_manager.run()]:
+            for part in [*(lifespan_parts or []), mcp.run_sessions()]:
                 await stack.enter_async_context(part)
             yield
 

@@ -81,7 +81,7 @@ async def shop(platform: Platform) -> AsyncIterator[FastAPI]:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with app.state.mcp.session_manager.run():
+        async with app.state.mcp.run_sessions():
             yield
 
     app = FastAPI(lifespan=lifespan)

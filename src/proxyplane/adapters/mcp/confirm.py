@@ -2,12 +2,12 @@
 is asked through form-mode elicitation with the exact amount (from a dry run of the same call) and what it
 buys; a top-up's checkout goes through URL-mode elicitation (payment details never in a form).
 
-How a stateless server asks: in the 2026-07-28 era the tool answers its first round with an
-`InputRequiredResult` (SEP-2322: the question in `input_requests`, the confirmed amount in `request_state`)
-and the client retries the same call with the answer; the SDK client drives that loop. The 2025-11-25
-endpoint is stateless Streamable HTTP (no session, so a server-to-client request has no back channel and
-the client's capabilities are not known per request): it cannot ask, so a key or token that requires
-confirmation is refused there with a clear error (docs/decisions.md)."""
+How the server asks, per era: in 2026-07-28 the tool answers its first round with an `InputRequiredResult`
+(SEP-2322: the question in `input_requests`, the confirmed amount in `request_state`) and the client retries
+the same call with the answer; the SDK client drives that loop. A 2025-11-25 client that declared
+elicitation at `initialize` has a stateful session (sessions.py), so the tool sends `elicitation/create`
+on it and waits for the answer. A 2025-11-25 client without elicitation is stateless and cannot be asked:
+a key or token that requires confirmation is refused there with a clear error (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -48,11 +48,17 @@ def dollars(cents: int) -> str:
     return f"${cents // 100:,}.{cents % 100:02d}"
 
 
-def can_ask(context: MCPContext[Any, Any], mode: str) -> bool:
-    """Whether this request can put a question to the client: the 2026-07-28 era (stateless asking) and
-    a client that declared the elicitation capability in that mode ("form" also for a bare `{}`)."""
+def asks_by_result(context: MCPContext[Any, Any]) -> bool:
+    """The 2026-07-28 era: a question is a result (`InputRequiredResult`), not a request on a session."""
     version = context.protocol_version
-    if version is None or not is_version_at_least(version, ASKING_ERA):
+    return version is not None and is_version_at_least(version, ASKING_ERA)
+
+
+def can_ask(context: MCPContext[Any, Any], mode: str) -> bool:
+    """Whether this request can put a question to the client: the 2026-07-28 era (stateless asking) or a
+    2025-11-25 session with a back channel, and a client that declared the elicitation capability in that
+    mode ("form" also for a bare `{}`)."""
+    if not asks_by_result(context) and not context.session.can_send_request:
         return False
     capabilities = context.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
@@ -82,8 +88,8 @@ def refused_without_asking() -> CallToolResult:
     return tool_error(
         "confirmation_required",
         "this key requires the person to confirm every spend, and this client cannot be asked (it did "
-        "not declare the elicitation capability, or it speaks the 2025-11-25 protocol, whose stateless "
-        "endpoint cannot ask). Nothing was charged. Connect with protocol 2026-07-28 and elicitation.",
+        "not declare the elicitation capability at initialize or in the request). Nothing was charged. "
+        "Connect with a client that supports form-mode elicitation.",
     )
 
 
@@ -106,9 +112,31 @@ def what_it_buys(op: Operation, arguments: dict[str, Any]) -> str:
     return f"{op.name.replace('_', ' ')}: {op.summary} Details: {json.dumps(shown, sort_keys=True)}"
 
 
+def payment_message(op: Operation, cents: int, arguments: dict[str, Any]) -> str:
+    return (
+        f"Pay {dollars(cents)} ({cents} cents) from the ProxyPlane wallet for {what_it_buys(op, arguments)}"
+    )
+
+
+def declined(cents: int, action: str) -> CallToolResult:
+    return tool_error(
+        "confirmation_declined",
+        f"the person did not confirm paying {dollars(cents)} ({action}); nothing was charged.",
+    )
+
+
+async def ask_in_session(
+    context: MCPContext[Any, Any], op: Operation, cents: int, arguments: dict[str, Any]
+) -> int | CallToolResult:
+    """2025-11-25 session: `elicitation/create` now, wait for the answer; the confirmed cents or a refusal."""
+    answer = await context.elicit(payment_message(op, cents, arguments), SpendConfirmation)
+    if answer.action == "accept" and answer.data.confirm:
+        return cents
+    return declined(cents, answer.action if answer.action != "accept" else "not ticked")
+
+
 def ask_to_pay(op: Operation, cents: int, arguments: dict[str, Any]) -> InputRequiredResult:
-    buys = what_it_buys(op, arguments)
-    message = f"Pay {dollars(cents)} ({cents} cents) from the ProxyPlane wallet for {buys}"
+    message = payment_message(op, cents, arguments)
     schema = SpendConfirmation.model_json_schema()
     schema.pop("title", None)
     question = ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
@@ -131,29 +159,39 @@ def confirmed_cents(context: MCPContext[Any, Any], op: Operation) -> int | CallT
     if not isinstance(cents, int) or isinstance(cents, bool) or cents < 0:
         return None
     confirmed = answer.action == "accept" and bool((answer.content or {}).get("confirm"))
-    if not confirmed:
-        return tool_error(
-            "confirmation_declined",
-            f"the person did not confirm paying {dollars(cents)} ({answer.action}); nothing was charged.",
-        )
-    return cents
+    return cents if confirmed else declined(cents, answer.action)
 
 
-def checkout_question(deposit: dict[str, Any]) -> InputRequiredResult | None:
+def checkout_params(deposit: dict[str, Any]) -> ElicitRequestURLParams | None:
     """A top-up's payment happens at the checkout page, never in a form: URL-mode elicitation."""
     url = deposit.get("checkout_url")
     if not isinstance(url, str) or not url:
         return None
     cents = deposit.get("amount_cents")
     amount = f" of {dollars(cents)}" if isinstance(cents, int) else ""
-    question = ElicitRequest(
-        params=ElicitRequestURLParams(
-            message=f"Open the ProxyPlane checkout to pay the top-up{amount}.",
-            url=url,
-            elicitation_id=str(deposit.get("deposit_id") or url),
-        )
+    return ElicitRequestURLParams(
+        message=f"Open the ProxyPlane checkout to pay the top-up{amount}.",
+        url=url,
+        elicitation_id=str(deposit.get("deposit_id") or url),
     )
-    return InputRequiredResult(input_requests={CHECKOUT: question}, request_state=CHECKOUT)
+
+
+def checkout_question(deposit: dict[str, Any]) -> InputRequiredResult | None:
+    params = checkout_params(deposit)
+    if params is None:
+        return None
+    return InputRequiredResult(
+        input_requests={CHECKOUT: ElicitRequest(params=params)}, request_state=CHECKOUT
+    )
+
+
+async def checkout_in_session(context: MCPContext[Any, Any], deposit: dict[str, Any]) -> str | None:
+    """2025-11-25 session: show the checkout link now; what the person did (None: no link to show)."""
+    params = checkout_params(deposit)
+    if params is None:
+        return None
+    answer = await context.elicit_url(params.message, params.url, params.elicitation_id or params.url)
+    return answer.action
 
 
 def checkout_action(context: MCPContext[Any, Any]) -> str | None:

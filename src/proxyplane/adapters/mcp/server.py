@@ -7,15 +7,14 @@ call by `invoke()`, exactly as for REST."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from fastapi import FastAPI
-from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxyplane.adapters.mcp.limits import register_limits_resource
+from proxyplane.adapters.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, EraRouter, ProxyPlaneMCP
 from proxyplane.adapters.mcp.subsets import ToolSubset
 from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, principal_from, served_operations
 from proxyplane.core.errors import Unauthorized
@@ -33,11 +32,11 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(platform: Platform, registry: dict[str, Operation] | None = None) -> MCPServer[Any]:
+def build_server(platform: Platform, registry: dict[str, Operation] | None = None) -> ProxyPlaneMCP:
     """A fresh server with one tool per registry operation (its session manager runs once); `?tools=`
     and `?scopes=granted` pick a subset per request (subsets.py)."""
     ops = REGISTRY if registry is None else registry
-    server: MCPServer[Any] = MCPServer(
+    server = ProxyPlaneMCP(
         "proxyplane",
         title="ProxyPlane",
         instructions=INSTRUCTIONS,
@@ -119,17 +118,24 @@ class BarePathToMount:
 
 def mount_mcp(
     app: FastAPI, platform: Platform, registry: dict[str, Operation] | None = None
-) -> MCPServer[Any]:
-    """Mount the MCP endpoint; the caller's lifespan must enter `server.session_manager.run()`."""
+) -> ProxyPlaneMCP:
+    """Mount the MCP endpoint; the caller's lifespan must enter `server.run_sessions()`."""
     server = build_server(platform, registry)
-    asgi = server.streamable_http_app(
+    # Bearer keys are the only credential (no cookies), so a rebinding page gains nothing; behind
+    # a proxy the Host is the public name, which this check would refuse with 421.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    stateful = server.streamable_http_app(  # 2025-11-25 clients that can be asked (sessions.py)
         streamable_http_path="/",
-        stateless_http=True,
-        # Bearer keys are the only credential (no cookies), so a rebinding page gains nothing; behind
-        # a proxy the Host is the public name, which this check would refuse with 421.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        stateless_http=False,
+        session_idle_timeout=SESSION_IDLE_SECONDS,
+        max_sessions=MAX_SESSIONS,
+        transport_security=security,
     )
-    app.mount(MCP_PATH, ApiKeyGate(asgi, platform))
+    server.sessions = server.session_manager
+    stateless = server.streamable_http_app(  # everything else; `server.session_manager` from here on
+        streamable_http_path="/", stateless_http=True, transport_security=security
+    )
+    app.mount(MCP_PATH, ApiKeyGate(EraRouter(stateless, stateful, PRINCIPAL), platform))
     app.add_middleware(BarePathToMount, prefix=MCP_PATH)
     app.state.mcp = server
     return server

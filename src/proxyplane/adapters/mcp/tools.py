@@ -26,9 +26,12 @@ from mcp_types import (
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, create_model
 
 from proxyplane.adapters.mcp.confirm import (
+    ask_in_session,
     ask_to_pay,
+    asks_by_result,
     can_ask,
     checkout_action,
+    checkout_in_session,
     checkout_question,
     confirmation_required,
     confirmed_cents,
@@ -291,7 +294,9 @@ async def confirm_spend(
     if not isinstance(price, int):  # the idempotency key replays a finished call: nothing to confirm
         return None
     shown = data.model_dump(mode="json", exclude_none=True) if data is not None else {}
-    return ask_to_pay(op, price, shown)
+    if asks_by_result(context):
+        return ask_to_pay(op, price, shown)
+    return await ask_in_session(context, op, price, shown)  # a 2025-11-25 session (sessions.py)
 
 
 def build_tool(platform: Platform, op: Operation) -> Tool:
@@ -328,7 +333,11 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         if spends_money(op):  # warnings before limits (issue 21.5)
             await warn_near_limits(platform, mcp_context, principal_from(mcp_context))
         if op.name == TOP_UP and can_ask(mcp_context, "url"):  # payment at the checkout page (URL mode)
-            action = checkout_action(mcp_context)
+            action = (
+                checkout_action(mcp_context)
+                if asks_by_result(mcp_context)
+                else await checkout_in_session(mcp_context, content)
+            )
             if action is None:
                 question = checkout_question(content)
                 if question is not None:

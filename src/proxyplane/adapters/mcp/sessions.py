@@ -1,0 +1,119 @@
+"""Sessions only where the server must ask (issue 21.3): a 2025-11-25 client that declares the elicitation
+capability at `initialize` gets a stateful Streamable HTTP session (an `Mcp-Session-Id`), so a spending tool
+can send it `elicitation/create` and wait for the answer on the session's back channel. Every other request
+stays on the stateless path as before: 2025-11-25 clients without elicitation, and the whole 2026-07-28 era
+(whose stateless core asks through `InputRequiredResult`).
+
+The SDK keeps a session in the memory of the process that opened it: a deployment with several API
+processes must route `/api/v1/mcp` requests that carry `Mcp-Session-Id` to the process that issued it
+(sticky by that header, as the MCP specification suggests); `proxyplane serve` runs one process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+SESSION_IDLE_SECONDS = 10 * 60  # a confirming agent answers within minutes; idle sessions end
+MAX_SESSIONS = 1000  # per process; more asking clients at once get 503 (the stateless path is unaffected)
+
+
+class ProxyPlaneMCP(MCPServer[Any]):
+    """The MCP server with its two session managers: stateless (every request) and stateful (asking
+    2025-11-25 clients). `run_sessions()` runs both in the app's lifespan."""
+
+    sessions: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def run_sessions(self) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(self.session_manager.run())
+            if self.sessions is not None:
+                await stack.enter_async_context(self.sessions.run())
+            yield
+
+
+def asks_for_session(body: bytes) -> bool:
+    """An `initialize` whose capabilities declare elicitation (any mode: `{}` is form)."""
+    if b'"initialize"' not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return False
+    params = message.get("params")
+    capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    return isinstance(capabilities, dict) and isinstance(capabilities.get("elicitation"), dict)
+
+
+class EraRouter:
+    """Pure ASGI, behind the API-key gate: requests of a session (`Mcp-Session-Id`) and an asking
+    2025-11-25 `initialize` go to the stateful app; everything else to the stateless app."""
+
+    def __init__(self, stateless: ASGIApp, stateful: ASGIApp, principal_key: str) -> None:
+        self.stateless = stateless
+        self.stateful = stateful
+        self.principal_key = principal_key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.stateless(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER.lower())
+        if MCP_SESSION_ID_HEADER in headers:
+            await self.stateful(self._owned(scope), receive, send)
+            return
+        handshake = version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+        if scope["method"] != "POST" or not handshake:
+            await self.stateless(scope, receive, send)
+            return
+        body, replay = await _buffer(receive)
+        app = self.stateful if body is not None and asks_for_session(body) else self.stateless
+        await app(self._owned(scope) if app is self.stateful else scope, replay, send)
+
+    def _owned(self, scope: Scope) -> Scope:
+        """The SDK binds a session to the credential that opened it (`scope["user"]`): here the API key
+        (or OAuth grant) id, so another key cannot use, or answer questions of, someone's session."""
+        principal = (scope.get("state") or {}).get(self.principal_key)
+        if principal is None:
+            return scope
+        token = AccessToken(
+            token="-", client_id=str(principal.key_id), scopes=[], subject=str(principal.customer_id)
+        )
+        return dict(scope, user=AuthenticatedUser(token))
+
+
+async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
+    """Read the request body (up to the SDK's body limit) and a `receive` that replays it. None when the
+    body is larger than the limit (the transport then refuses it with 413, as without this router)."""
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if size > DEFAULT_MAX_REQUEST_BODY_SIZE or not message.get("more_body", False):
+            break
+    complete = messages[-1]["type"] == "http.request" and not messages[-1].get("more_body", False)
+    body = b"".join(m.get("body", b"") for m in messages) if complete else None
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay
