@@ -2,7 +2,8 @@
 through a real node on both tunnel paths (the Python relay and the C engine): a CONNECT tunnel and a
 SOCKS5 tunnel of the limited sub-user move bytes through a TCP echo until the limit is crossed, then the
 node closes both within about a second of the crossing; another sub-user's tunnel, open all along, keeps
-echoing; new connections of the limited sub-user are refused with the reason; the cut is metered."""
+echoing until that sub-user is disabled through the API; new connections of the limited sub-user are
+refused with the reason; the cuts are metered under their reasons."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ import pytest
 from proxyplane.platform import Platform
 from tests.domains.stock.support import fresh_stock
 from tests.domains.subusers.support import make_service
-from tests.support import Account
+from tests.support import Account, bearer
 
 from .clients import basic, connect_tunnel, http_get, socks_connect
-from .test_store_static import node_settings, running_node
+from .test_store_static import API, eventually, node_settings, running_node
 from .test_subusers import add_subusers, pks_of, sums
 
 pytestmark = pytest.mark.anyio
@@ -76,6 +77,16 @@ async def test_tunnels_are_cut_at_the_traffic_limit(
         assert await echo_once(f_reader, f_writer)  # the other sub-user's tunnel is untouched
         status, _, body = await http_get(http, f"http://{target}/", basic(capped[1], capped[2]))
         assert status == 407 and b"traffic limit" in body
+        # disabling a sub-user through the API ends its open tunnel too (change log + the next check)
+        r = await client.patch(
+            f"{API}/{sid}/subusers/{free[0]}", json={"enabled": False}, headers=bearer(key)
+        )
+        assert r.status_code == 200, r.text
+
+        async def free_cut() -> bool:
+            return not await echo_once(f_reader, f_writer)
+
+        await eventually(free_cut, within=3.0)
         for w in (c_writer, s_writer, f_writer):
             w.close()
         await node.flush_usage()
@@ -84,3 +95,4 @@ async def test_tunnels_are_cut_at_the_traffic_limit(
     got = await sums(platform, sid, [capped_pk, free_pk])
     assert got["reached"][capped_pk] is True and got["reached"][free_pk] is False
     assert got["svc_errors"]["subuser_traffic_limit"] >= 3  # two tunnels cut + the refused request
+    assert got["svc_errors"]["subuser_disabled"] == 1
