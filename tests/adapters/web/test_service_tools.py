@@ -5,12 +5,15 @@ the usage panel's destinations and error categories. The REST API then shows the
 from __future__ import annotations
 
 import re
+import uuid
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from proxyplane.domains.stock.seed import seed_demo
 from proxyplane.platform import Platform
+from proxyplane.storage.models.subusers import ServiceSubuser
 from tests.adapters.legacy.test_sticky import _session
 from tests.adapters.web.helpers import post_form
 from tests.adapters.web.test_buy_and_services import buy, buyer
@@ -135,8 +138,29 @@ async def test_rotating_sessions_and_usage_panels(client: httpx.AsyncClient, pla
     exit_ip = "127.0.0.1"  # rows as the gateway node writes them
     await _session(platform, sid, "alpha", exit_ip)
     await _session(platform, sid, "beta", exit_ip)
+    # a sub-user's session of the same sid (issue 18), stored as the gateway writes it: "<pk>:<sid>"
+    made = await client.post(f"/api/v1/customer/services/{sid}/subusers", json={}, headers=auth)
+    assert made.status_code == 201, made.text
+    subuser_id = made.json()["subuser_id"]
+    async with platform.db.unit_of_work(write=False) as uow:
+        found = await uow.session.execute(
+            select(ServiceSubuser.id).where(ServiceSubuser.subuser_id == uuid.UUID(subuser_id))
+        )
+        pk = found.scalar_one()
+    await _session(platform, sid, f"{pk}:alpha", exit_ip)
     page = await client.get(url)
     assert "<code>alpha</code>" in page.text and "<code>beta</code>" in page.text
+    assert page.text.count("<code>alpha</code>") == 2 and f'value="{subuser_id}"' in page.text
+    r = await post_form(
+        client, url, f"{url}/sticky", {"do": "rotate", "sid": "alpha", "subuser_id": subuser_id}
+    )
+    assert r.status_code == 303
+    r = await post_form(
+        client, url, f"{url}/sticky", {"do": "delete", "sid": "alpha", "subuser_id": subuser_id}
+    )
+    assert r.status_code == 303
+    live = (await client.get(f"{api}/sessions", headers=auth)).json()["sessions"]
+    assert sorted((s["sid"], s["subuser_id"]) for s in live) == [("alpha", None), ("beta", None)]
     r = await post_form(client, url, f"{url}/sticky", {"do": "delete", "sid": "alpha"})
     assert r.status_code == 303
     live = (await client.get(f"{api}/sessions", headers=auth)).json()["sessions"]

@@ -130,11 +130,14 @@ async def sticky(request: Request) -> Response:
     data = await form(request)
     do = str(data.get("do", ""))
     sid = str(data.get("sid", ""))
+    subuser = str(data.get("subuser_id", "")).strip()  # a sub-user's session (issue 18)
+    ref = {"sid": sid, "subuser_id": subuser} if subuser else {"sid": sid}
     if do == "rotate":
-        result = await action(request, "rotate_sticky_session", {"sid": sid}, "sticky")
+        name = "rotate_subuser_sticky_session" if subuser else "rotate_sticky_session"
+        result = await action(request, name, ref, "sticky")
         message = f"Session {sid} now exits from {getattr(result, 'exit_ip', '')}."
     elif do == "delete":
-        result = await action(request, "delete_sticky_session", {"sid": sid}, "sticky")
+        result = await action(request, "delete_sticky_session", ref, "sticky")
         message = f"Session {sid} ended."
     elif do == "purge":
         result = await action(request, "purge_sticky_sessions", {}, "sticky")
