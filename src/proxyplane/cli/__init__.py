@@ -1,5 +1,5 @@
 """The `proxyplane` command. One module per command group; each defines its commands without importing
-this package (no import circle), and `main` adds them here:
+this package (no import circle), and `main` imports each one when its command runs (COMMANDS below):
 
 - serve.py: `migrate`, `serve` (server.py starts the app under uvicorn with the gateway and jobs)
 - gateway.py: `gateway` (one node per host, N workers); worker.py: `worker`; renewals.py: `renewals`
@@ -12,25 +12,23 @@ from __future__ import annotations
 
 import click
 
-# admin_stock and admin_tickets add their groups to `admin` when imported
-from proxyplane.cli import admin_stock, admin_tickets, doctor, gateway, renewals, serve, worker  # noqa: F401
-from proxyplane.cli.admin import admin
+from proxyplane.cli.common import LazyGroup
 
 __all__ = ["main"]
 
+# each command's module is imported only when that command runs (or for --help): an admin command does
+# not pay for the gateway, the server or the whole registry at start-up (issue 20.3)
+COMMANDS = {
+    "migrate": "proxyplane.cli.serve:migrate",
+    "serve": "proxyplane.cli.serve:serve",
+    "gateway": "proxyplane.cli.gateway:gateway",
+    "worker": "proxyplane.cli.worker:worker",
+    "renewals": "proxyplane.cli.renewals:renewals",
+    "doctor": "proxyplane.cli.doctor:doctor",
+    "admin": "proxyplane.cli.admin:admin",
+}
 
-@click.group()
+
+@click.group(cls=LazyGroup, lazy=COMMANDS)
 def main() -> None:
     """ProxyPlane: the software of a proxy provider."""
-
-
-for command in (
-    serve.migrate,
-    serve.serve,
-    gateway.gateway,
-    worker.worker,
-    renewals.renewals,
-    doctor.doctor,
-    admin,
-):
-    main.add_command(command)

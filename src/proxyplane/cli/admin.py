@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import click
 
-from proxyplane.cli.common import echo_json, fail, operator_call
+from proxyplane.cli.common import LazyGroup, echo_json, fail, operator_call
 from proxyplane.core.scopes import parse_scopes
 
+# groups of their own modules, imported when used: importing one adds its groups to `admin`
+STOCK, TICKETS = "proxyplane.cli.admin_stock", "proxyplane.cli.admin_tickets"
 
-@click.group()
+
+@click.group(cls=LazyGroup, lazy={"stock": STOCK, "product": STOCK, "price": STOCK, "ticket": TICKETS})
 def admin() -> None:
     """Operator commands: customers, keys, wallets, KYC, partner discounts."""
 

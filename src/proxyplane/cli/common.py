@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import Awaitable
@@ -24,14 +25,48 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+class LazyGroup(click.Group):
+    """A command group whose subcommands are imported when used (start-up, issue 20.3): `lazy` maps a
+    name to "module:attribute" (the command object), or to "module" alone when importing the module adds
+    the command to this group itself (admin_stock, admin_tickets add theirs to `admin`)."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = self.lazy.get(cmd_name)
+        if target is not None and cmd_name not in self.commands:
+            module, _, attribute = target.partition(":")
+            loaded = importlib.import_module(module)
+            if attribute:
+                self.add_command(getattr(loaded, attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+# The modules that declare the operator operations (doors {"cli"}): an admin command imports these, not the
+# whole registry of every door (proxyplane.operations), which would cost start-up time on each command;
+# tests/cli/test_startup.py checks that this list names every operator operation's module.
+OPERATOR_MODULES = (
+    "proxyplane.domains.accounts.operator_ops",
+    "proxyplane.domains.stock.operator_ops",
+    "proxyplane.domains.stock.prefix_ops",
+    "proxyplane.domains.tickets.operator_ops",
+)
+
+
 def operator_call(operation: str, /, **fields: Any) -> Any:
     """Run the registered operator operation `operation` (served by the "cli" door) through `invoke` on a
     migrated database; print errors on one line."""
-    from proxyplane.operations import REGISTRY
-    from proxyplane.ops import Caller, invoke
+    from proxyplane.ops import REGISTRY, Caller, invoke
     from proxyplane.platform import Platform
     from proxyplane.storage.migrate import upgrade
 
+    for module in OPERATOR_MODULES:
+        importlib.import_module(module)
     op = REGISTRY[operation]
     if not op.serves("cli"):
         raise RuntimeError(f"{operation} is not served by the cli door")
