@@ -1,6 +1,7 @@
-"""Warnings before limits (issue 21.5): the `proxyplane://account/limits` resource and a `warning` log
-notification on a spending call's stream when the balance is below the customer's threshold or a spend
-cap is more than 80 % used."""
+"""Warnings before limits (issue 21.5): the `proxyplane://account/limits` resource and, when the balance
+is below the customer's threshold or a spend cap is more than 80 % used after a spend, the era's notice:
+a `warning` log notification on the call's stream (2025-11-25), `notifications/resources/updated` on the
+account's `subscriptions/listen` streams (2026-07-28, which deprecates logging)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,25 @@ import json
 import uuid
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 from fastapi import FastAPI
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.subscriptions import ResourceUpdated, ToolsListChanged
 from mcp_types import LoggingMessageNotificationParams, TextResourceContents
 
+from proxyplane.adapters.mcp.limits import LIMITS_URI
+from proxyplane.adapters.mcp.listen import AccountBus, streams_owned_by
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.platform import Platform
 from tests.adapters.mcp.conftest import mcp_client
+from tests.adapters.mcp.test_loopback import serve
 from tests.adapters.mcp.test_orders import MIX
 from tests.adapters.mcp.test_tools import text
 from tests.domains.stock.support import fresh_stock
-from tests.support import Account
+from tests.support import Account, bearer
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +77,56 @@ async def test_spend_near_its_limits_warns_and_the_resource_says_why(
     assert f"total spend cap is {total} of {total + 10} cents used" in last["warnings"][1]
     (warned,) = logs
     assert warned.level == "warning" and warned.data["warnings"] == last["warnings"]
+
+
+async def test_2026_era_notifies_the_accounts_listen_streams(platform: Platform, account: Account) -> None:
+    await fresh_stock(platform, "proxy_datacenter", "IS", 10)
+    key = await account.key()
+    logs: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    async with serve(platform) as base, httpx2.AsyncClient(headers=bearer(key), timeout=30) as hc:
+        url = base + "/api/v1/mcp"
+        async with Client(streamable_http_client(url, http_client=hc), mode="2026-07-28") as listener:
+            async with listener.listen(resource_subscriptions=[LIMITS_URI]) as stream:
+                quote = await listener.call_tool("quote_composite", MIX)
+                assert quote.structured_content is not None
+                total = quote.structured_content["total_cents"]
+                await account.credit(total + 50)
+                capped = await capped_key(account, total + 10)
+                threshold = {"balance_low_threshold_cents": 100}
+                assert (await listener.call_tool("update_notification_settings", threshold)).is_error is False
+                async with httpx2.AsyncClient(headers=bearer(capped), timeout=30) as buyer_http:
+                    transport = streamable_http_client(url, http_client=buyer_http)
+                    async with Client(transport, mode="2026-07-28", logging_callback=on_log) as buyer:
+                        body = {**MIX, "whitelist_ips": ["127.0.0.9"], "idempotency_key": uuid.uuid4().hex}
+                        ok = await buyer.call_tool("order_composite", {**body, "max_total_cents": total})
+                with anyio.fail_after(20):
+                    event = await stream.__anext__()
+            limits = await listener.read_resource(LIMITS_URI)
+    assert ok.is_error is False, text(ok)
+    assert event == ResourceUpdated(uri=LIMITS_URI)
+    assert logs == []  # logging is deprecated in 2026-07-28: the resource update replaces it
+    content = limits.contents[0]
+    assert isinstance(content, TextResourceContents)
+    (warning,) = json.loads(content.text)["warnings"]  # the listener's own key has no cap: the balance
+    assert "balance 50 cents is below the balance-low threshold of 100 cents" in warning
+
+
+async def test_account_bus_delivers_an_accounts_events_to_its_streams_only() -> None:
+    bus = AccountBus()
+    mine: list[object] = []
+    theirs: list[object] = []
+    with streams_owned_by(1):
+        unsubscribe = bus.subscribe(mine.append)
+    with streams_owned_by(2):
+        bus.subscribe(theirs.append)
+    updated, changed = ResourceUpdated(uri=LIMITS_URI), ToolsListChanged()
+    await bus.publish_to(1, updated)
+    await bus.publish(changed)
+    unsubscribe()
+    await bus.publish_to(1, updated)
+    assert mine == [updated, changed] and theirs == [changed]
+    assert bus.streams_of(1) == 0 and bus.streams_of(2) == 1

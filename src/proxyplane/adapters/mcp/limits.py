@@ -1,8 +1,11 @@
 """Warnings before limits (issue 21.5): the resource `proxyplane://account/limits` (balance against the
 customer's balance-low threshold, the calling key's spend caps, each rotating bandwidth service's quota in
-its current period) with a `warnings` list, and a `warning` log notification on a spending tool call's
-stream when that list is not empty. A warning is raised when the balance is below the threshold, a spend
-cap is more than 80 % used, or a bandwidth quota is more than 80 % used."""
+its current period) with a `warnings` list. When that list is not empty after a spending tool call, the
+standard notice of each era: 2025-11-25, a `warning` log notification on the call's stream; 2026-07-28
+(which deprecates logging, SEP-2577), `notifications/resources/updated` for the resource on the account's
+`subscriptions/listen` streams (listen.py), after which the agent reads the resource. A warning is raised
+when the balance is below the threshold, a spend cap is more than 80 % used, or a bandwidth quota is more
+than 80 % used."""
 
 from __future__ import annotations
 
@@ -11,8 +14,11 @@ import uuid
 from typing import Any
 
 from mcp.server.mcpserver import Context as MCPContext
+from mcp.server.subscriptions import ResourceUpdated
+from mcp_types.version import is_version_at_least
 from sqlalchemy import func, select
 
+from proxyplane.adapters.mcp.sessions import ProxyPlaneMCP
 from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.service import balance_threshold
 from proxyplane.domains.wallet.service import balance
@@ -21,6 +27,7 @@ from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.services import CatalogProduct, Service
 
 LIMITS_URI = "proxyplane://account/limits"
+LISTEN_ERA = "2026-07-28"  # subscriptions/listen instead of log notifications
 NEAR = 0.8  # more than 80 % used is "near its end"
 
 
@@ -113,10 +120,17 @@ def register_limits_resource(server: Any, platform: Platform, principal_of: Any)
 
 
 async def warn_near_limits(platform: Platform, ctx: MCPContext[Any, Any], principal: Any) -> None:
-    """After a spend: a `warning` log notification on this call's stream when a limit is near its end."""
+    """After a spend, when a limit is near its end: the era's notice (module docstring)."""
     if principal is None:
         return
     report = await account_limits(platform, principal.customer_id, principal.key_id)
-    if report["warnings"]:
-        data = {"resource": LIMITS_URI, "warnings": report["warnings"]}
-        await ctx.log("warning", data, logger_name="limits")
+    if not report["warnings"]:
+        return
+    version = ctx.protocol_version
+    if version is not None and is_version_at_least(version, LISTEN_ERA):
+        server = ctx.mcp_server
+        if isinstance(server, ProxyPlaneMCP):
+            await server.publish_to(principal.customer_id, ResourceUpdated(uri=LIMITS_URI))
+        return
+    data = {"resource": LIMITS_URI, "warnings": report["warnings"]}
+    await ctx.log("warning", data, logger_name="limits")

@@ -14,6 +14,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxyplane.adapters.mcp.limits import register_limits_resource
+from proxyplane.adapters.mcp.listen import AccountBus, ListenerAccount
 from proxyplane.adapters.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, EraRouter, ProxyPlaneMCP
 from proxyplane.adapters.mcp.subsets import ToolSubset
 from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, principal_from, served_operations
@@ -36,6 +37,7 @@ def build_server(platform: Platform, registry: dict[str, Operation] | None = Non
     """A fresh server with one tool per registry operation (its session manager runs once); `?tools=`
     and `?scopes=granted` pick a subset per request (subsets.py)."""
     ops = REGISTRY if registry is None else registry
+    bus = AccountBus()  # subscriptions/listen streams per account (listen.py)
     server = ProxyPlaneMCP(
         "proxyplane",
         title="ProxyPlane",
@@ -43,8 +45,10 @@ def build_server(platform: Platform, registry: dict[str, Operation] | None = Non
         version="0.1.0",
         tools=build_tools(platform, ops),
         log_level="WARNING",
-        middleware=[ToolSubset(served_operations(ops))],
+        middleware=[ToolSubset(served_operations(ops)), ListenerAccount(PRINCIPAL)],
+        subscriptions=bus,
     )
+    server.account_bus = bus
     register_limits_resource(server, platform, principal_from)
     return server
 

@@ -20,6 +20,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import ServerEvent
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -34,6 +35,11 @@ class ProxyPlaneMCP(MCPServer[Any]):
     2025-11-25 clients). `run_sessions()` runs both in the app's lifespan."""
 
     sessions: StreamableHTTPSessionManager | None = None
+    account_bus: Any = None  # listen.AccountBus: `publish_to(customer_id, event)`
+
+    async def publish_to(self, customer_id: int, event: ServerEvent) -> None:
+        if self.account_bus is not None:
+            await self.account_bus.publish_to(customer_id, event)
 
     @contextlib.asynccontextmanager
     async def run_sessions(self) -> AsyncIterator[None]:
