@@ -32,6 +32,7 @@ from proxyplane.core.errors import (
 from proxyplane.core.text_input import forbid_nul
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.observability.metrics import observed
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
 
@@ -279,11 +280,12 @@ async def invoke(
 
 # built once (cache key memoized, nothing to construct per call); the values are bound at execution
 _RECORDS = cast(Table, IdempotencyRecord.__table__)
-_CLAIM: dict[str, Any] = {
-    "postgresql": pg_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id),
-    "sqlite": sqlite_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id),
+# and run on the driver connection (storage/driver.py: every keyed call runs both)
+_CLAIM: dict[str, DriverStatement] = {
+    "postgresql": DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id)),
+    "sqlite": DriverStatement(sqlite_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id)),
 }
-_STORE_RESPONSE = (
+_STORE_RESPONSE = DriverStatement(
     update(_RECORDS)
     .where(_RECORDS.c.id == bindparam("record_id"))
     .values(response=bindparam("response", type_=_RECORDS.c.response.type))
@@ -301,8 +303,8 @@ async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req
         "response": {},
         "created_at": utcnow(),
     }
-    claimed = await uow.session.execute(_CLAIM[uow.dialect], values)
-    return claimed.scalar_one_or_none()
+    claimed = await _CLAIM[uow.dialect].scalar(uow.session, values)
+    return None if claimed is None else int(claimed)
 
 
 async def _invoke_keyed(
@@ -335,6 +337,6 @@ async def _invoke_keyed(
         )
         if store:
             response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
-            await uow.session.execute(_STORE_RESPONSE, {"record_id": record_id, "response": response})
+            await _STORE_RESPONSE.rows(uow.session, {"record_id": record_id, "response": response})
         await uow.commit()
         return result

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.events.catalogue import EVENT_TYPES
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Event, NotificationSettings, WebhookDelivery, WebhookEndpoint
 
 
@@ -120,7 +121,7 @@ async def emit_many(
         )
     if not rows:
         return []
-    await session.execute(_INSERT_EVENTS, rows)
+    await _INSERT_EVENTS.many(session, rows)
     endpoints: Sequence[WebhookEndpoint] = ()
     if has_endpoints:
         query = select(WebhookEndpoint).where(
@@ -143,10 +144,11 @@ async def emit_many(
         if subscribed(endpoint, row["type"])
     ]
     if deliveries:
-        await session.execute(_INSERT_DELIVERIES, deliveries)
+        await _INSERT_DELIVERIES.many(session, deliveries)
     return [row["id"] for row in rows]
 
 
-# built once (the order path runs them on every order): plain table INSERTs, executemany
-_INSERT_EVENTS = insert(cast(Table, Event.__table__))
-_INSERT_DELIVERIES = insert(cast(Table, WebhookDelivery.__table__))
+# built once (the order path runs them on every order): plain table INSERTs, executemany, run on the
+# driver connection (storage/driver.py)
+_INSERT_EVENTS = DriverStatement(insert(cast(Table, Event.__table__)))
+_INSERT_DELIVERIES = DriverStatement(insert(cast(Table, WebhookDelivery.__table__)))

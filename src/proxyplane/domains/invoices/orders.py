@@ -15,6 +15,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.product_names import humanize
 from proxyplane.domains.invoices.service import quote_invoice_lines
 from proxyplane.domains.pricing import Quote
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.billing import Invoice, InvoiceItem
 from proxyplane.storage.models.billing_details import CustomerBillingDetails
@@ -27,7 +28,8 @@ def _copy(column: Any) -> Any:
 
 
 _INVOICES = cast(Table, Invoice.__table__)
-_INSERT_INVOICE = (
+# run on the driver connection (storage/driver.py)
+_INSERT_INVOICE = DriverStatement(
     insert(_INVOICES)
     .values(
         billing_company=_copy(CustomerBillingDetails.company),
@@ -36,7 +38,7 @@ _INSERT_INVOICE = (
     )
     .returning(_INVOICES.c.id)
 )
-_INSERT_LINES = insert(cast(Table, InvoiceItem.__table__))
+_INSERT_LINES = DriverStatement(insert(cast(Table, InvoiceItem.__table__)))
 
 
 async def record_order(
@@ -60,28 +62,26 @@ async def record_order(
     description = humanize(
         f"Order #{svc.number}: {quote.ip_count} {quote.product_kind} IPs, {quote.period_months} month(s)"
     )
-    invoice_id = (
-        await session.execute(
-            _INSERT_INVOICE,
-            {
-                "copy_customer_id": svc.customer_id,
-                "customer_id": svc.customer_id,
-                "service_id": svc.service_id,
-                "kind": "order",
-                "description": description[:500],
-                "status": "paid" if due_cents == 0 else "open",
-                "total_cents": sum(line.amount_cents for line in lines),
-                "refunded_cents": 0,
-                "payment_method": method,
-                "deposit_id": deposit_id if due_cents else None,
-                "created_at": now,
-                "paid_at": now if due_cents == 0 else None,
-            },
-        )
-    ).scalar_one()
+    invoice_id = await _INSERT_INVOICE.scalar(
+        session,
+        {
+            "copy_customer_id": svc.customer_id,
+            "customer_id": svc.customer_id,
+            "service_id": svc.service_id,
+            "kind": "order",
+            "description": description[:500],
+            "status": "paid" if due_cents == 0 else "open",
+            "total_cents": sum(line.amount_cents for line in lines),
+            "refunded_cents": 0,
+            "payment_method": method,
+            "deposit_id": deposit_id if due_cents else None,
+            "created_at": now,
+            "paid_at": now if due_cents == 0 else None,
+        },
+    )
     if lines:  # one executemany, whatever the line count
-        await session.execute(
-            _INSERT_LINES,
+        await _INSERT_LINES.many(
+            session,
             [
                 {
                     "invoice_id": invoice_id,

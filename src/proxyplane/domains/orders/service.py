@@ -17,6 +17,7 @@ from typing import cast
 
 from sqlalchemy import Table, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import make_transient_to_detached
 
 from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
@@ -41,13 +42,14 @@ from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import COUNTRIES
 from proxyplane.domains.wallet import service as wallet
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Deposit, Service, ServiceWhitelist, Wallet
 
 PLACE_SAVEPOINT = "order_place"
 # built once: statement objects reused on every order skip their construction and cache-key work
-_SAVEPOINT = text(f"SAVEPOINT {PLACE_SAVEPOINT}")
+_SAVEPOINT = DriverStatement(text(f"SAVEPOINT {PLACE_SAVEPOINT}"))  # on the driver (storage/driver.py)
 _ROLLBACK_TO_SAVEPOINT = text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}")
-_INSERT_WHITELIST = insert(cast(Table, ServiceWhitelist.__table__))
+_INSERT_WHITELIST = DriverStatement(insert(cast(Table, ServiceWhitelist.__table__)))
 
 
 class OrderBelowMinimum(ValidationFailed):
@@ -137,12 +139,28 @@ def _settle(svc: Service, paid: int) -> None:
         svc.amount_due_cents = svc.period_price_cents - paid
 
 
+_SERVICES = cast(Table, Service.__table__)
+_INSERT_SERVICE = DriverStatement(insert(_SERVICES).returning(_SERVICES.c.number))
+
+
 async def _insert(session: AsyncSession, svc: Service, wl: Sequence[str]) -> None:
-    session.add(svc)
-    await session.flush()  # INSERT ... RETURNING number
+    """The service row as one INSERT ... RETURNING number on the driver connection (no ORM flush), every
+    column given; the object then joins the session as persistent (no SQL), so a later change to it (the
+    deposit id, a retried settlement) is flushed as an UPDATE, as before."""
+    for column in _SERVICES.columns:  # the model's Python-side defaults (else NULL), as the ORM's flush
+        default = column.default
+        if column.key != "number" and column.key not in svc.__dict__:
+            if default is None:
+                setattr(svc, column.key, None)
+            else:
+                setattr(svc, column.key, default.arg(None) if default.is_callable else default.arg)  # type: ignore[attr-defined]
+    values = {c.key: getattr(svc, c.key) for c in _SERVICES.columns if c.key != "number"}
     now = utcnow()
-    await session.execute(
-        _INSERT_WHITELIST, [{"service_id": svc.service_id, "ip": ip, "created_at": now} for ip in wl]
+    svc.number = int(await _INSERT_SERVICE.scalar(session, values))
+    make_transient_to_detached(svc)
+    session.add(svc)
+    await _INSERT_WHITELIST.many(
+        session, [{"service_id": svc.service_id, "ip": ip, "created_at": now} for ip in wl]
     )
 
 
@@ -213,7 +231,7 @@ async def place_order(
     total = quote.total_cents
     included = ctx.book.included_connections_per_ip
     if postgres:
-        await session.execute(_SAVEPOINT)
+        await _SAVEPOINT.rows(session)
     taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
     password = (
         services.new_password()

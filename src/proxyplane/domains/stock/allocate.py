@@ -26,6 +26,7 @@ from sqlalchemy import Table, Uuid, bindparam, insert, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import ServiceIp
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.types import UTCDateTime
@@ -99,26 +100,28 @@ async def take(
         f" AND assigned_count < capacity RETURNING id, address, port, {col} AS country"
     )
     if postgres:
-        stmt = text(
+        sql = (
             f"WITH picked AS ({update}), added AS (INSERT INTO service_ips"
             " (service_id, ip_id, address, port, country, allocated_at)"
             " SELECT :sid, id, address, port, country, :now FROM picked ORDER BY id)"
             " SELECT id, address, port, country FROM picked ORDER BY id"
-        ).bindparams(bindparam("sid", type_=Uuid()), bindparam("now", type_=UTCDateTime()))
+        )
         params |= {"sid": service_id, "now": now}
         if exclude:
             params["exclude"] = sorted(exclude)
-        rows = (await session.execute(stmt, params)).all()
+        rows = await _driver_statement(sql).rows(session, params)
         return [Allocated(int(r[0]), r[1], r[2], r[3]) for r in rows]
-    stmt = text(update)
     if exclude:
-        stmt = stmt.bindparams(bindparam("exclude", expanding=True))
+        stmt = text(update).bindparams(bindparam("exclude", expanding=True))
         params["exclude"] = sorted(exclude)
-    rows = sorted((await session.execute(stmt, params)).all(), key=lambda r: int(r[0]))
+        found = list((await session.execute(stmt, params)).all())
+    else:
+        found = await _driver_statement(update).rows(session, params)
+    rows = sorted(found, key=lambda r: int(r[0]))
     got = [Allocated(int(r[0]), r[1], r[2], r[3]) for r in rows]
     if got:
-        await session.execute(
-            insert(cast(Table, ServiceIp.__table__)),
+        await _INSERT_SERVICE_IPS.many(
+            session,
             [
                 {
                     "service_id": service_id,
@@ -132,6 +135,24 @@ async def take(
             ],
         )
     return got
+
+
+_INSERT_SERVICE_IPS = DriverStatement(insert(cast(Table, ServiceIp.__table__)))
+_STATEMENTS: dict[str, DriverStatement] = {}
+
+
+def _driver_statement(sql: str) -> DriverStatement:
+    """The allocation statement of one shape (segment count, lock, exclusion), built once and run on the
+    driver connection (storage/driver.py); its typed parameters: the service id and the time."""
+    stmt = _STATEMENTS.get(sql)
+    if stmt is None:
+        if len(_STATEMENTS) > 2000:  # shapes vary with the segment count only; bounded anyway
+            _STATEMENTS.clear()
+        bound = text(sql)
+        if ":sid" in sql:
+            bound = bound.bindparams(bindparam("sid", type_=Uuid()), bindparam("now", type_=UTCDateTime()))
+        stmt = _STATEMENTS[sql] = DriverStatement(bound)
+    return stmt
 
 
 def shortfall(segments: Sequence[tuple[str, int]], got: Sequence[Allocated]) -> list[tuple[str, int]]:

@@ -17,6 +17,7 @@ from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.service import after_debit
 from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.domains.wallet.ledger import ledger_page
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import LedgerEntry, Wallet
 
 
@@ -125,7 +126,7 @@ async def _insufficient(session: AsyncSession, customer_id: int, cents: int) -> 
 # the guarded debit, a Core statement built once (every purchase runs it: nothing to construct, key or
 # synchronize per call; no code reads a loaded Wallet object's balance, only `_ensure_wallet` loads one)
 _WALLETS = cast(Table, Wallet.__table__)
-_TAKE = (
+_TAKE = DriverStatement(  # run on the driver connection (storage/driver.py)
     update(_WALLETS)
     .where(_WALLETS.c.customer_id == bindparam("cid"), _WALLETS.c.balance_cents >= bindparam("cents"))
     .values(balance_cents=_WALLETS.c.balance_cents - bindparam("cents"))
@@ -133,12 +134,13 @@ _TAKE = (
 )
 
 # a purchase's ledger entry: one Core INSERT (no ORM unit of work; `seq` is set by the database trigger)
-_ADD_ENTRY = insert(cast(Table, LedgerEntry.__table__))
+_ADD_ENTRY = DriverStatement(insert(cast(Table, LedgerEntry.__table__)))
 
 
 async def _take(session: AsyncSession, customer_id: int, cents: int) -> int | None:
     """Take all of ``cents`` in one guarded UPDATE: the new balance, or None when there is not enough."""
-    return (await session.execute(_TAKE, {"cid": customer_id, "cents": cents})).scalar_one_or_none()
+    taken = await _TAKE.scalar(session, {"cid": customer_id, "cents": cents})
+    return None if taken is None else int(taken)
 
 
 async def record_withdrawal(
@@ -161,8 +163,8 @@ async def record_withdrawal(
     if capped_key:
         await caps.charge(session, taken.cents)
     call_context(session).debited_cents += taken.cents
-    await session.execute(
-        _ADD_ENTRY,
+    await _ADD_ENTRY.rows(
+        session,
         {
             "customer_id": customer_id,
             "amount_cents": -taken.cents,

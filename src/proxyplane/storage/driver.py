@@ -1,0 +1,146 @@
+"""Hot-path statements run on the driver connection (issue 15): the SQLAlchemy Core statement stays the one
+definition; it is compiled once per dialect (and per set of inserted columns) and then executed straight
+on the unit of work's asyncpg / aiosqlite connection, in the same transaction, with SQLAlchemy's own bind
+processors applied to the parameters. What is skipped per execution is SQLAlchemy's statement path (ORM
+session execute, cache key, compiled-cache lookup, execution context, result processing): measured
+~0.3-0.5 ms of CPU per statement on this machine against ~0.1 ms on the driver.
+
+Rules for a statement run here: plain result values (ints, text, numbers, UUIDs: no result processing is
+applied), no expanding IN parameters, and for an INSERT only Python-side defaults that are scalars or
+zero-argument callables. Pending ORM changes are flushed first (as Session.execute's autoflush would), the
+engine's `before_cursor_execute` listeners still see every statement (statement counts stay true), and a
+driver error is raised as SQLAlchemy's DBAPIError subclass, as through the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
+
+_INFO = "pp_driver"
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]
+    processors: tuple[Callable[[Any], Any] | None, ...]
+    fixed: dict[str, Any]  # bound values and Python-side INSERT defaults the caller does not pass
+
+
+class DriverStatement:
+    """A Core statement executed on the driver connection (see the module docstring)."""
+
+    def __init__(self, stmt: ClauseElement) -> None:
+        self.stmt = stmt
+        self._compiled: dict[tuple[str, frozenset[str]], _Compiled] = {}
+
+    def _compile(self, dialect: Any, keys: frozenset[str]) -> _Compiled:
+        found = self._compiled.get((dialect.name, keys))
+        if found is not None:
+            return found
+        compiled = self.stmt.compile(dialect=dialect, column_keys=sorted(keys))
+        assert isinstance(compiled, SQLCompiler)
+        names = tuple(compiled.positiontup or ())
+        if any(compiled.binds[n].expanding for n in names if n in compiled.binds):
+            raise ValueError("expanding parameters are not supported on the driver path")
+        fixed: dict[str, Any] = {}
+        for col in getattr(compiled, "insert_prefetch", ()) or ():
+            default = col.default
+            if default is None or not (default.is_scalar or default.is_callable):
+                raise ValueError(f"column {col.key}: only scalar or callable defaults on the driver path")
+            fixed[col.key] = default
+        for name in names:
+            bind = compiled.binds.get(name)
+            if name not in keys and name not in fixed and bind is not None and not bind.required:
+                fixed[name] = bind.effective_value
+        processors: dict[str, Any] = dict(compiled._bind_processors)
+        found = _Compiled(compiled.string, names, tuple(processors.get(n) for n in names), fixed)
+        self._compiled[(dialect.name, keys)] = found
+        return found
+
+    def _args(self, c: _Compiled, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        values = []
+        for name, proc in zip(c.names, c.processors, strict=True):
+            if name in params:
+                value = params[name]
+            else:
+                value = c.fixed[name]
+                if hasattr(value, "is_callable"):  # a column default
+                    value = value.arg(None) if value.is_callable else value.arg
+            values.append(proc(value) if proc is not None and value is not None else value)
+        return tuple(values)
+
+    async def rows(self, session: AsyncSession, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Execute once; the result rows (tuples / asyncpg records), [] for a statement without rows."""
+        params = params or {}
+        conn, dialect = await _connection(session)
+        c = self._compile(dialect, frozenset(params))
+        args = self._args(c, params)
+        return await _run(session, conn, dialect, c.sql, args, many=False)
+
+    async def scalar(self, session: AsyncSession, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row, or None."""
+        rows = await self.rows(session, params)
+        return rows[0][0] if rows else None
+
+    async def many(self, session: AsyncSession, params: Sequence[Mapping[str, Any]]) -> None:
+        """Execute once per parameter set (executemany), every set with the same keys."""
+        if not params:
+            return
+        conn, dialect = await _connection(session)
+        c = self._compile(dialect, frozenset(params[0]))
+        await _run(session, conn, dialect, c.sql, [self._args(c, p) for p in params], many=True)
+
+
+async def _connection(session: AsyncSession) -> tuple[Any, Any]:
+    """(the driver-level connection state, the dialect) of the session's transaction, looked up once per
+    transaction (each lookup through the async session is a greenlet switch)."""
+    if session.new or session.dirty or session.deleted:
+        await session.flush()  # what Session.execute's autoflush does first
+    txn = session.sync_session.get_transaction()
+    cached = session.info.get(_INFO)
+    if cached is not None and txn is not None and cached[0] is txn:
+        return cached[1], cached[2]
+    conn = await session.connection()
+    fairy = await conn.get_raw_connection()
+    state = (conn.sync_connection, fairy.dbapi_connection, fairy.driver_connection)
+    session.info[_INFO] = (session.sync_session.get_transaction(), state, conn.dialect)
+    return state, conn.dialect
+
+
+async def _run(session: AsyncSession, state: Any, dialect: Any, sql: str, args: Any, many: bool) -> list[Any]:
+    sync_conn, adapted, driver = state  # adapted: SQLAlchemy's adapter around the driver connection
+    if sync_conn._has_events or sync_conn.engine._has_events:
+        for fn in sync_conn.dispatch.before_cursor_execute:
+            fn(sync_conn, None, sql, args, None, many)
+    try:
+        if dialect.name == "postgresql":
+            async with adapted._execute_mutex:
+                if adapted._transaction is None:  # BEGIN, as SQLAlchemy's first statement would
+                    await adapted._start_transaction()
+                if many:
+                    await driver.executemany(sql, args)
+                    return []
+                return list(await driver.fetch(sql, *args))
+        cursor = await (driver.executemany(sql, args) if many else driver.execute(sql, args))
+        try:
+            return [] if many else list(await cursor.fetchall())
+        finally:
+            await cursor.close()
+    except Exception as exc:
+        orig: BaseException = exc
+        if dialect.name == "postgresql":
+            try:
+                adapted._handle_exception(exc)  # asyncpg's error as the DB-API error SQLAlchemy raises
+            except Exception as translated:
+                orig = translated
+        if isinstance(orig, dialect.loaded_dbapi.Error):
+            raise DBAPIError.instance(sql, args, orig, dialect.loaded_dbapi.Error, dialect=dialect) from exc
+        raise
