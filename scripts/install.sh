@@ -27,6 +27,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
   touch "$stamp"
 fi
 # the official MCP TypeScript SDK for the Node client test (tests/mcp_ts; the test skips when node is absent)
-if command -v npm >/dev/null && [ ! -d tests/mcp_ts/node_modules/@modelcontextprotocol/sdk ]; then
+if command -v npm >/dev/null && [ ! -d tests/mcp_ts/node_modules/@modelcontextprotocol/client ]; then
   CI=true npm ci --prefix tests/mcp_ts --no-audit --no-fund --loglevel=error </dev/null
 fi

@@ -1,7 +1,7 @@
 """The official MCP TypeScript SDK under Node as a client of /api/v1/mcp on a real loopback port (issue
-21.1): it lists the tools and quotes (2025-11-25 era, the SDK's newest), and a plain Node `fetch` reaches
-the 2026-07-28 stateless core with `server/discover` (the TS SDK has no client for that era yet).
-The Node project is tests/mcp_ts (installed by scripts/install.sh: `npm ci --prefix tests/mcp_ts`)."""
+21.1), in both protocol eras: `@modelcontextprotocol/sdk` 1.32.2 (2025-11-25 handshake) and
+`@modelcontextprotocol/client` 2.4.0 pinned to 2026-07-28 (`server/discover`, stateless core) each list
+the tools and quote. The Node project is tests/mcp_ts (installed by scripts/install.sh: `npm ci`)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,14 @@ NODE = shutil.which("node")
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed: the TypeScript SDK client test needs Node")
-async def test_typescript_sdk_lists_tools_and_quotes(platform: Platform, account: Account) -> None:
+async def test_typescript_sdk_lists_tools_and_quotes_in_both_eras(
+    platform: Platform, account: Account
+) -> None:
     assert NODE is not None
-    sdk = PROJECT / "node_modules" / "@modelcontextprotocol" / "sdk"
-    assert sdk.is_dir(), "tests/mcp_ts is not installed: run scripts/install.sh (npm ci)"
+    installed = PROJECT / "node_modules" / "@modelcontextprotocol"
+    assert (installed / "sdk").is_dir() and (installed / "client").is_dir(), (
+        "tests/mcp_ts is not installed: run scripts/install.sh (npm ci)"
+    )
     key = await account.key({"catalog:read"})
     async with serve(platform) as base:
         proc = await asyncio.create_subprocess_exec(
@@ -41,8 +45,10 @@ async def test_typescript_sdk_lists_tools_and_quotes(platform: Platform, account
         out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode == 0, err.decode()
     seen = json.loads(out.decode().strip().splitlines()[-1])
-    assert seen["server"]["name"] == "proxyplane"
-    assert {"quote_composite", "order_composite", "whoami"} <= set(seen["tools"])
-    assert seen["quote_error"] is False and seen["quote"]["total_cents"] > 0
-    assert seen["discover_status"] == 200, seen["discover"]
-    assert "2026-07-28" in seen["discover"]["supportedVersions"]
+    legacy, modern = seen["legacy"], seen["modern"]
+    assert modern["era"] == "modern" and modern["version"] == "2026-07-28"
+    for era in (legacy, modern):
+        assert era["server"]["name"] == "proxyplane"
+        assert {"quote_composite", "order_composite", "whoami"} <= set(era["tools"])
+        assert era["quote_error"] is False and era["quote"]["total_cents"] > 0
+    assert modern["quote"] == legacy["quote"]
