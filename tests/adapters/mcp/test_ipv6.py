@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from proxyplane.platform import Platform
 from tests.adapters.mcp.conftest import mcp_client
 from tests.adapters.mcp.test_tools import text
-from tests.domains.stock.subnet_support import fresh_prefix
+from tests.domains.stock.subnet_support import fresh_prefix, retire_country
 from tests.support import Account
 
 pytestmark = pytest.mark.anyio
@@ -27,6 +27,15 @@ MIX = {
 
 
 async def test_agent_orders_ipv6_and_adds_a_subnet(
+    app: FastAPI, platform: Platform, account: Account
+) -> None:
+    try:
+        await _run_agent_orders_ipv6_and_adds_a_subnet(app, platform, account)
+    finally:
+        await retire_country(platform, COUNTRY)
+
+
+async def _run_agent_orders_ipv6_and_adds_a_subnet(
     app: FastAPI, platform: Platform, account: Account
 ) -> None:
     prefix = ipaddress.IPv6Network(await fresh_prefix(platform, COUNTRY, length=61))  # 8 /64s

@@ -13,7 +13,7 @@ import pytest
 from proxyplane.platform import Platform
 from tests.adapters.web.helpers import post_form
 from tests.adapters.web.test_buy_and_services import buyer
-from tests.domains.stock.subnet_support import fresh_prefix
+from tests.domains.stock.subnet_support import fresh_prefix, retire_country
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
@@ -21,6 +21,13 @@ COUNTRY = "LV"
 
 
 async def test_buy_ipv6_from_the_dashboard(client: httpx.AsyncClient, platform: Platform) -> None:
+    try:
+        await _run_buy_ipv6_from_the_dashboard(client, platform)
+    finally:
+        await retire_country(platform, COUNTRY)
+
+
+async def _run_buy_ipv6_from_the_dashboard(client: httpx.AsyncClient, platform: Platform) -> None:
     prefix = await fresh_prefix(platform, COUNTRY, length=60)  # 16 /64s
     _, key = await buyer(client, platform, 50_000)
     page = await client.get("/buy?product_kind=proxy_ipv6&geo_source=maxmind")

@@ -51,3 +51,14 @@ async def fresh_prefix(
             raise AssertionError("no free random prefix in 100 draws")
         await uow.commit()
     return row.prefix
+
+
+async def retire_country(platform: Platform, country: str) -> None:
+    """Take a test's prefixes off sale (auto-plan tests split over every country with free subnets)."""
+    async with platform.db.unit_of_work() as uow:
+        await uow.session.execute(
+            update(StockPrefix)
+            .where(StockPrefix.retired_at.is_(None), StockPrefix.country_maxmind == country)
+            .values(retired_at=utcnow())
+        )
+        await uow.commit()

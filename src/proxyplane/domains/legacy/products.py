@@ -1,6 +1,7 @@
-"""The legacy product list: the composite kinds (ids 1-3, each "the smallest order the price book accepts,
-in the country with the most stock, 1 month") and the catalog products (ids 101...). Prices are the
-caller's (partner discount applied) and equal what POST /api/product/{pid} charges."""
+"""The legacy product list: the composite kinds (ids 1-3 and 5 = IPv6, each "the smallest order the price
+book accepts, in the country with the most stock, 1 month"; IPv6 counts subnets) and the catalog products
+(ids 101...). Prices are the caller's (partner discount applied) and equal what POST /api/product/{pid}
+charges."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from proxyplane.domains.pricing import merge_segments, order_minimum_error, quot
 from proxyplane.domains.pricing.store import load_pricebook
 from proxyplane.domains.stock import service as stock
 from proxyplane.storage.models import CatalogProduct, StockIp
+from proxyplane.storage.models.prefixes import IPV6_KIND, StockPrefix
 
 GROUPS: dict[str, tuple[int, str]] = {
     "proxy_datacenter": (1, "Datacenter proxies"),
@@ -47,14 +49,22 @@ class LegacyProduct:
 
 
 async def _pool_times(session: AsyncSession, kind: str) -> tuple[datetime | None, datetime | None]:
-    row = (
-        await session.execute(
-            select(func.min(StockIp.created_at), func.max(StockIp.created_at)).where(
-                StockIp.product_kind == kind
-            )
+    """When the pool's stock was first and last added (IPv6: its prefixes)."""
+    if kind == IPV6_KIND:
+        made = StockPrefix.created_at
+        q = select(func.min(made), func.max(made)).where(StockPrefix.product_kind == kind)
+    else:
+        q = select(func.min(StockIp.created_at), func.max(StockIp.created_at)).where(
+            StockIp.product_kind == kind
         )
-    ).one()
+    row = (await session.execute(q)).one()
     return row[0], row[1]
+
+
+def units(kind: str, count: int) -> str:
+    """A count with its noun: 1 IP, 8 IPs; an IPv6 product counts subnets (1 subnet, 2 subnets)."""
+    noun = "subnet" if kind == IPV6_KIND else "IP"
+    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 async def smallest_order(session: AsyncSession, kind: str, partner: int) -> tuple[int, str, int] | None:
@@ -84,7 +94,7 @@ async def _composite(session: AsyncSession, number: int, partner: int) -> Legacy
     count, country, price = offer if offer else (1, "", 0)
     return LegacyProduct(
         number=number,
-        name=f"{GROUPS[kind][1]}: {count} IP{'s' if count > 1 else ''}, 1 month",
+        name=f"{GROUPS[kind][1]}: {units(kind, count)}, 1 month",
         kind=kind,
         price_cents=price,
         created_at=first,

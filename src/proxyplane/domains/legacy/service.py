@@ -1,7 +1,9 @@
 """What the legacy account API needs beyond the shared domains, kept out of the adapter:
 
-- numeric product ids: 1-3 are the composite kinds (one IP of that kind), catalog products are 101, 102, ...
-  in creation order (inactive ones keep their number, so a number never moves to another product);
+- numeric product ids: 1-3 are the composite kinds (one IP of that kind), 5 the IPv6 one (subnets of the
+  proxy_ipv6 prefixes; 5 = its group id, 4 stays free: rotating is catalog only), catalog products are
+  101, 102, ... in creation order (inactive ones keep their number, so a number never moves to another
+  product);
 - the single bound IP (`bindedip` / `setip`) over the v1 whitelist;
 - setting a given proxy password;
 - the `update_list` throttle clock.
@@ -24,7 +26,12 @@ from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import CatalogProduct, LegacyListUpdate, Service, ServiceWhitelist
 
-COMPOSITE_PRODUCTS: dict[int, str] = {1: "proxy_datacenter", 2: "proxy_isp", 3: "proxy_personal"}
+COMPOSITE_PRODUCTS: dict[int, str] = {
+    1: "proxy_datacenter",
+    2: "proxy_isp",
+    3: "proxy_personal",
+    5: "proxy_ipv6",
+}
 CATALOG_FIRST_NUMBER = 101
 PASSWORD_CHARS = frozenset(chr(c) for c in range(33, 127)) - frozenset(":@/\\\"'`")
 

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.legacy import service as legacy
-from proxyplane.domains.legacy.products import GROUPS, LegacyProduct
+from proxyplane.domains.legacy.products import GROUPS, LegacyProduct, units
 from proxyplane.domains.legacy.wire import Money, date, timestamp
 from proxyplane.domains.pricing import PriceBook
 from proxyplane.domains.services import service as services
@@ -42,7 +42,7 @@ def product_name(svc: Service) -> str:
         return str(name)
     count = sum(int(s.get("count", 0)) for s in svc.segments or [])
     group = GROUPS.get(svc.product_kind, (0, "Proxies"))[1]
-    return f"{group}: {count} IP{'s' if count != 1 else ''}"
+    return f"{group}: {units(svc.product_kind, count)}"
 
 
 def next_due(svc: Service) -> str | None:
