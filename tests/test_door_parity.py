@@ -55,3 +55,17 @@ async def test_operator_operations_are_never_served_by_rest_or_mcp(
     assert tools and not operator & tools
     response = await rest.post(f"{API_PREFIX}/admin/stock_show", json={})
     assert response.status_code in (404, 405)
+
+
+def test_only_rest_and_mcp_share_operations() -> None:
+    """Cross-door parity reduces to REST vs MCP (tests/adapters/mcp/test_parity.py,
+    tests/test_door_parity_errors.py): every other door (legacy, web, oauth, cli) serves operations of its
+    own, except the legacy door's balance read, which takes no input and no id (its scope is checked by
+    the same invoke)."""
+    shared = {
+        name: sorted(op.doors)
+        for name, op in REGISTRY.items()
+        if len(op.doors) > 1 and not op.doors <= {"rest", "mcp"}
+    }
+    assert shared == {"get_balance": ["legacy", "mcp", "rest"]}
+    assert REGISTRY["get_balance"].input is None
