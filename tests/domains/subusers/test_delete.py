@@ -1,6 +1,7 @@
-"""Deleting a sub-user (issue 18): its usage goes with it and its id is never given to a new sub-user (on
-SQLite ids were reused: a new sub-user inherited the deleted one's usage rows), while the service's own usage
-rows stay as they were. Usage is written by the gateway's real usage writer (usage_sink.write_usage)."""
+"""Deleting a sub-user (issue 18): its usage and sticky sessions go with it and its id is never given to a
+new sub-user (on SQLite ids were reused: a new sub-user inherited the deleted one's usage rows), while the
+service's own usage rows stay as they were. Usage is written by the gateway's real usage writer
+(usage_sink.write_usage)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from proxyplane.gateway.metering import UsageRow
 from proxyplane.gateway.usage_sink import write_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.subusers import ServiceSubuser
+from tests.adapters.legacy.test_sticky import _session
 from tests.domains.subusers.support import make_service
 from tests.support import Account, bearer
 
@@ -90,11 +92,16 @@ async def test_a_new_subuser_never_inherits_a_deleted_ones_usage(
     assert service_before == (6, 610, 1)  # the service's rows count its sub-users' traffic too
     assert await rows_of(platform, old_pk) > 0
 
+    await _session(platform, str(sid), f"{old_pk}:abc", "127.0.0.1")  # as a gateway node writes it
+    sticky = f"/api/v1/customer/services/{sid}/proxy/sticky/sessions"
+    listed = (await client.get(sticky, headers=bearer(key))).json()["sessions"]
+    assert [(s["sid"], s["subuser_id"]) for s in listed] == [("abc", old["subuser_id"])]
     r = await client.delete(
         f"/api/v1/customer/services/{sid}/subusers/{old['subuser_id']}", headers=bearer(key)
     )
     assert r.status_code == 204, r.text
     assert await rows_of(platform, old_pk) == 0  # deleted with the sub-user
+    assert (await client.get(sticky, headers=bearer(key))).json()["sessions"] == []  # its sessions ended
     new = await create(client, key, sid)
     new_pk = await pk_of(platform, new["subuser_id"])
     assert new_pk > old_pk  # never reused (SQLite: AUTOINCREMENT)

@@ -139,7 +139,8 @@ async def list_sessions(ctx: Context, data: SessionsIn) -> StickySessionsOut:
     public = {}
     if any(":" in r.sid for r in rows):
         public = {s.id: s.subuser_id for s in await subusers.list_for_service(ctx.session, svc.service_id)}
-    return StickySessionsOut(service_id=svc.service_id, sessions=[session_out(r, public) for r in rows])
+    known = [r for r in rows if proxy.split_sid(r.sid)[0] in (None, *public)]  # not a deleted sub-user's
+    return StickySessionsOut(service_id=svc.service_id, sessions=[session_out(r, public) for r in known])
 
 
 async def rotate_session(ctx: Context, data: SessionRef) -> StickySessionOut:

@@ -260,10 +260,12 @@ def usage_tables() -> list[Table]:
 
 
 async def remove(session: AsyncSession, svc: Service, sub: ServiceSubuser) -> None:
-    """Delete the sub-user and its usage rows, in this transaction. The service's own usage rows (which
-    counted the sub-user's traffic too) stay as they are. Ids are never reused (AUTOINCREMENT on SQLite,
-    migration 0019b), so rows a node flushes after this for the deleted id stay apart from any new
-    sub-user."""
+    """Delete the sub-user, its usage rows and its sticky sessions (ended with a purge marker, which the
+    nodes apply), in this transaction. The service's own usage rows (which counted the sub-user's traffic
+    too) stay as they are. Ids are never reused (AUTOINCREMENT on SQLite, migration 0019b), so rows a node
+    flushes after this for the deleted id stay apart from any new sub-user."""
+    if proxy.has_session_modes(svc):
+        await proxy.purge_sessions(session, svc, sub.id)
     for table in usage_tables():
         await session.execute(delete(table).where(table.c["subuser_pk"] == sub.id))
     await session.delete(sub)
