@@ -18,7 +18,7 @@ from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from proxyplane.storage.models.prefixes import StockPrefix
 from tests.adapters.legacy.support import auth
-from tests.domains.stock.subnet_support import fresh_prefix
+from tests.domains.stock.subnet_support import fresh_prefix, retire_country
 from tests.support import Account, bearer, make_account
 
 pytestmark = pytest.mark.anyio
@@ -91,6 +91,7 @@ async def test_iplist_and_networkstatus(
                 delete(GatewayNodeAddresses).where(GatewayNodeAddresses.node_id == node)
             )
             await uow.commit()
+        await retire_country(platform, "SK")
 
 
 async def test_concurrent_orders_never_share_a_subnet(

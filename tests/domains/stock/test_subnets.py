@@ -8,14 +8,14 @@ import ipaddress
 import uuid
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from proxyplane.domains.stock import subnets
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.gateway_changes import GatewayChange
 from proxyplane.storage.models.prefixes import ServiceSubnet
-from tests.domains.stock.subnet_support import fresh_prefix
+from tests.domains.stock.subnet_support import fresh_prefix, retire_country
 from tests.support import Account
 
 pytestmark = pytest.mark.anyio
@@ -84,3 +84,41 @@ async def test_allocate_release_reuse(platform: Platform, account: Account) -> N
         )
         assert live == 1
         await uow.commit()
+
+
+async def test_deleted_service_subnets_are_sold_again(platform: Platform, account: Account) -> None:
+    """A service row deleted outright takes its subnet rows with it (ON DELETE CASCADE): those subnets are
+    free again and handed out once released ones and the cursor are used up."""
+    prefix = await fresh_prefix(platform, "RO", length=62)  # 4 /64s
+    first = await _service(platform, account)
+    async with platform.db.unit_of_work() as uow:
+        got = await subnets.take(
+            uow.session,
+            first,
+            "maxmind",
+            [("RO", 3)],
+            postgres=platform.db.engine.dialect.name == "postgresql",
+        )
+        await uow.commit()
+    assert len(got) == 3
+    async with platform.db.unit_of_work() as uow:
+        await uow.session.execute(delete(Service).where(Service.service_id == first))
+        await uow.commit()
+    async with platform.db.unit_of_work(write=False) as uow:
+        assert (await subnets.availability(uow.session, "maxmind", ["RO"])) == {"RO": 4}
+        row = next(p for p in await subnets.list_prefixes(uow.session) if p.prefix == prefix)
+        assert (row.used, row.free) == (0, 4)
+    second = await _service(platform, account)
+    async with platform.db.unit_of_work() as uow:
+        again = await subnets.take(
+            uow.session,
+            second,
+            "maxmind",
+            [("RO", 4)],
+            postgres=platform.db.engine.dialect.name == "postgresql",
+        )
+        await uow.commit()
+    assert sorted(a.address for a in again) == sorted(
+        str(s) for s in ipaddress.IPv6Network(prefix).subnets(new_prefix=64)
+    )
+    await retire_country(platform, "RO")

@@ -3,7 +3,9 @@
 A prefix (`stock_prefixes`) is split into subnets of `subnet_len` bits, numbered from 0; subnets are handed
 out in index order by the cursor `next_index`, so a /48 of 65,536 /64s is one row until subnets are sold,
 and then one `service_subnets` row per ALLOCATED subnet (never a row per address). A released subnet (its
-service cancelled, expired or refreshed) is handed out again before the cursor advances.
+service cancelled, expired or refreshed) is handed out again before the cursor advances; a subnet whose
+service row was deleted outright (its rows went with it) is free too and found below the cursor when the
+prefix has nothing else left. Free subnets of a prefix = its subnets - its live rows.
 
 Allocation locks the candidate prefixes of the order's countries first (PostgreSQL: `SELECT ... FOR UPDATE`
 in id order, so concurrent IPv6 orders of one country queue briefly and never lock in a cycle; SQLite: one
@@ -137,14 +139,10 @@ async def list_prefixes(session: AsyncSession) -> list[PrefixRow]:
             )
         ).all()
     )
-    reuse_q = _reusable().subquery()
-    reuse: dict[int, int] = dict(
-        (await session.execute(select(reuse_q.c.prefix_id, func.count()).group_by(reuse_q.c.prefix_id))).all()
-    )
     out = []
     for p in prefixes:
         total = subnet_count(p.prefix, p.subnet_len)
-        free = total - p.next_index + int(reuse.get(p.id, 0))
+        free = total - int(live.get(p.id, 0))  # never handed out, released, or left by a deleted service
         out.append(
             PrefixRow(
                 p.prefix,
@@ -157,6 +155,41 @@ async def list_prefixes(session: AsyncSession) -> list[PrefixRow]:
                 p.retired_at is not None,
             )
         )
+    return out
+
+
+async def _live_counts(session: AsyncSession, prefix_ids: Sequence[int]) -> dict[int, int]:
+    """{prefix id: live subnets} (one live row per subnet: the partial unique index)."""
+    rows = await session.execute(
+        select(ServiceSubnet.prefix_id, func.count())
+        .where(ServiceSubnet.prefix_id.in_(prefix_ids), ServiceSubnet.released_at.is_(None))
+        .group_by(ServiceSubnet.prefix_id)
+    )
+    return {int(pid): int(n) for pid, n in rows.all()}
+
+
+async def _holes(
+    session: AsyncSession,
+    pid: int,
+    prefix: str,
+    subnet_len: int,
+    next_index: int,
+    skip: Collection[str],
+    k: int,
+) -> list[str]:
+    """Up to `k` subnets below the cursor without any row: their service row was deleted outright (the
+    ON DELETE CASCADE took its history). Looked for only when released subnets and the cursor fall short,
+    O(subnets handed out of this prefix)."""
+    seen = set(
+        (await session.execute(select(ServiceSubnet.subnet).where(ServiceSubnet.prefix_id == pid))).scalars()
+    )
+    out: list[str] = []
+    for i in range(next_index):
+        if len(out) >= k:
+            break
+        subnet = subnet_at(prefix, subnet_len, i)
+        if subnet not in seen and subnet not in skip:
+            out.append(subnet)
     return out
 
 
@@ -177,13 +210,10 @@ async def availability(
     prefixes = (await session.execute(q)).all()
     if not prefixes:
         return {}
-    reuse_q = _reusable().where(ServiceSubnet.prefix_id.in_([p[0] for p in prefixes])).subquery()
-    reuse: dict[int, int] = dict(
-        (await session.execute(select(reuse_q.c.prefix_id, func.count()).group_by(reuse_q.c.prefix_id))).all()
-    )
+    live = await _live_counts(session, [p[0] for p in prefixes])
     out: dict[str, int] = {}
-    for pid, prefix, subnet_len, next_index, country in prefixes:
-        free = subnet_count(prefix, subnet_len) - int(next_index) + int(reuse.get(pid, 0))
+    for pid, prefix, subnet_len, _, country in prefixes:
+        free = subnet_count(prefix, subnet_len) - live.get(pid, 0)
         if free > 0:
             out[country] = out.get(country, 0) + free
     return out
@@ -247,6 +277,13 @@ async def take(
         for i in range(int(next_index), int(next_index) + k):
             rows.append({"prefix_id": pid, "subnet": subnet_at(prefix, subnet_len, i), "country": country})
         wanted[country] = need - k
+    for pid, prefix, subnet_len, next_index, country in prefixes:  # subnets of deleted services
+        need = wanted.get(country, 0)
+        if need <= 0 or not next_index:
+            continue
+        for subnet in await _holes(session, pid, prefix, subnet_len, int(next_index), exclude, need):
+            rows.append({"prefix_id": pid, "subnet": subnet, "country": country})
+            wanted[country] -= 1
     if rows:
         await session.execute(
             insert(ServiceSubnet),
