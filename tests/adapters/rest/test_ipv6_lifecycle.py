@@ -11,10 +11,12 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
+from proxyplane.core.clock import utcnow
 from proxyplane.domains.renewals import steps
 from proxyplane.domains.renewals.service import RenewalPolicy
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Service
+from proxyplane.storage.models.gateway import StickySession
 from tests.domains.stock.subnet_support import fresh_prefix, retire_country
 from tests.support import Account, bearer, make_account
 
@@ -102,3 +104,40 @@ async def _run(client: httpx.AsyncClient, platform: Platform, account: Account) 
     again = sorted(i["ip"] for i in r.json()["service"]["ips"])
     assert set(held) <= set(again) and again == sorted(str(s) for s in prefix.subnets(new_prefix=64))
     assert await free(client) == 0
+
+
+async def test_rotate_a_sticky_session_inside_the_subnet(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    """Rotating a sticky session of an IPv6 service draws a new address of its subnet (not an IPv4 exit)."""
+    try:
+        await fresh_prefix(platform, COUNTRY, length=62)
+        key = await account.key()
+        await account.credit(100_000)
+        r = await client.post(f"{API}/billing/composite/order", json=order(1), headers=bearer(key))
+        assert r.status_code == 201, r.text
+        svc = r.json()["service"]
+        subnet = ipaddress.IPv6Network(svc["ips"][0]["ip"])
+        now = utcnow().replace(microsecond=0)
+        old = str(subnet[7])
+        async with platform.db.unit_of_work() as uow:
+            uow.session.add(
+                StickySession(
+                    service_id=uuid.UUID(svc["service_id"]),
+                    sid="v6sess",
+                    exit_ip=old,
+                    started_at=now,
+                    expires_at=now + timedelta(minutes=10),
+                    ended=False,
+                    writer="node-test",
+                    updated_at=now,
+                )
+            )
+            await uow.commit()
+        base = f"{API}/customer/services/{svc['service_id']}/proxy/sticky/sessions/v6sess/rotate"
+        r = await client.post(base, json={}, headers=bearer(key))
+        assert r.status_code == 200, r.text
+        new = ipaddress.IPv6Address(r.json()["exit_ip"])
+        assert new in subnet and str(new) != old and new != subnet.network_address
+    finally:
+        await retire_country(platform, COUNTRY)

@@ -284,6 +284,13 @@ async def live_session(
     return row
 
 
+async def _subnet_exits(session: AsyncSession, svc: Service) -> dict[str, str]:
+    """An IPv6 service's exits to rotate to: a random address of each of its live subnets (issue 16)."""
+    rng = random.SystemRandom()
+    live = await subnets.live_subnets(session, svc.service_id)
+    return {subnets.random_address(s.subnet, rng): s.country for s in live}
+
+
 async def rotate_session(
     session: AsyncSession,
     svc: Service,
@@ -295,7 +302,9 @@ async def rotate_session(
     when given) and a fresh TTL window of the same length."""
     require_rotating(svc)
     row = await live_session(session, svc, sid, subuser_pk)
-    exits = await exit_pool(session, svc)
+    exits = (
+        await exit_pool(session, svc) if svc.product_kind != IPV6_KIND else await _subnet_exits(session, svc)
+    )
     if countries:
         allowed = {c.upper() for c in countries}
         exits = {ip: c for ip, c in exits.items() if (c or "").upper() in allowed}

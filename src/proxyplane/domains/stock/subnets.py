@@ -16,6 +16,7 @@ writer), then reuses released subnets and advances the cursor with a guarded `UP
 from __future__ import annotations
 
 import ipaddress
+import random
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -320,6 +321,13 @@ async def live_subnets(session: AsyncSession, service_id: uuid.UUID) -> list[Ser
 async def held_subnets(session: AsyncSession, service_id: uuid.UUID) -> set[str]:
     rows = await session.execute(select(ServiceSubnet.subnet).where(ServiceSubnet.service_id == service_id))
     return set(rows.scalars())
+
+
+def random_address(subnet: str, rng: random.Random) -> str:
+    """A random address of the subnet, never the subnet-router anycast address (host bits zero) unless the
+    subnet is a single address."""
+    net = ipaddress.IPv6Network(subnet)
+    return str(net[rng.randrange(1, net.num_addresses)] if net.num_addresses > 1 else net[0])
 
 
 def check_in_subnets(address: str, subnets: Sequence[str]) -> str:
