@@ -76,3 +76,11 @@ async def _run_buy_ipv6_composite_product(
     assert listing.text == "".join(s + "\r\n" for s in subnets)
     credit = (await client.get("/api/billing/credit", headers=auth(account))).json()["credit"]
     assert round(credit * 100) == 100_000 - round(got["price"] * 100)
+
+    r = await client.put(
+        f"/api/service/{made['serviceId']}", json={"update_list": "true"}, headers=auth(account)
+    )
+    assert (r.status_code, r.content) == (200, b'{"update_list":"IP list updated successfully"}')
+    listing = await client.get(f"/api/iplist/http-ip/txt/{made['serviceId']}", headers=auth(account))
+    fresh = listing.text.split()
+    assert len(fresh) == len(subnets) and not set(fresh) & set(subnets)  # new subnets of the same country
