@@ -4,6 +4,7 @@ enabled webhook endpoint and whether the calling API key has a spending cap."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.pricing import PriceBook
 from proxyplane.domains.pricing.store import book_with, overrides_of
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Customer, NotificationSettings, WebhookEndpoint
 from proxyplane.storage.models.spending import ApiKeySpending
 
@@ -27,12 +29,13 @@ class OrderContext:
     capped_key: bool
 
 
-_STATEMENTS: dict[tuple[str, bool], Any] = {}
+_STATEMENTS: dict[tuple[str, bool], DriverStatement] = {}
 
 
-def _statement(product_kind: str, with_key: bool) -> Any:
+def _statement(product_kind: str, with_key: bool) -> DriverStatement:
     """The context read of a product kind, built once per (kind, key or not) with bound parameters
-    (`customer_id`, `key_id`): no construction or cache key per order."""
+    (`customer_id`, `key_id`) and run on the driver connection (storage/driver.py): no construction,
+    cache key or result processing per order (the one JSON value is decoded in `load`)."""
     stmt = _STATEMENTS.get((product_kind, with_key))
     if stmt is None:
         customer = bindparam("customer_id", type_=Integer())
@@ -43,9 +46,11 @@ def _statement(product_kind: str, with_key: bool) -> Any:
         )
         hooks = exists().where(WebhookEndpoint.customer_id == customer, WebhookEndpoint.enabled.is_(True))
         capped = exists().where(ApiKeySpending.key_id == bindparam("key_id")) if with_key else false()
-        stmt = _STATEMENTS[(product_kind, with_key)] = select(
-            Customer.partner_discount_percent, overrides_of(product_kind), threshold, hooks, capped
-        ).where(Customer.id == customer)
+        stmt = _STATEMENTS[(product_kind, with_key)] = DriverStatement(
+            select(
+                Customer.partner_discount_percent, overrides_of(product_kind), threshold, hooks, capped
+            ).where(Customer.id == customer)
+        )
     return stmt
 
 
@@ -55,10 +60,12 @@ async def load(
     params: dict[str, Any] = {"customer_id": customer_id}
     if key_id is not None:
         params["key_id"] = key_id
-    row = (await session.execute(_statement(product_kind, key_id is not None), params)).first()
-    if row is None:
+    rows = await _statement(product_kind, key_id is not None).rows(session, params)
+    if not rows:
         raise Unauthorized("unknown customer")
-    partner, overrides, low, has_hooks, is_capped = row
+    partner, overrides, low, has_hooks, is_capped = rows[0]
+    if isinstance(overrides, str):  # SQLite returns the JSON text (asyncpg's codec already decoded it)
+        overrides = json.loads(overrides)
     return OrderContext(
         book=book_with(product_kind, overrides),
         partner_discount_percent=int(partner or 0),
