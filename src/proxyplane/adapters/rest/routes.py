@@ -61,7 +61,9 @@ def _sub_model(op: Operation, names: list[str], suffix: str, forbid: bool) -> ty
     return create_model(model_name, __config__=config, __doc__=op.input.__doc__, **fields)
 
 
-def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
+def add_operation(router: APIRouter, op: Operation) -> None:
+    """The route of `op`. Its endpoint takes the platform from the app (`app.state.platform`), so the route
+    depends on nothing but the operation and one built route serves every app of the process."""
     path_names = re.findall(r"{(\w+)}", op.path)
     fields = list(op.input.model_fields) if op.input else []
     rest = [n for n in fields if n not in path_names]
@@ -97,6 +99,7 @@ def add_operation(router: APIRouter, platform: Platform, op: Operation) -> None:
 
     async def endpoint(**kwargs: Any) -> Any:
         request: Request = kwargs["request"]
+        platform: Platform = request.app.state.platform
         caller = await caller_for(platform, op, request)
         data = None
         payload = kwargs.get("payload")
