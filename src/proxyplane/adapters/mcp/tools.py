@@ -299,9 +299,23 @@ async def confirm_spend(
     return await ask_in_session(context, op, price, shown)  # a 2025-11-25 session (sessions.py)
 
 
+_SHAPES: dict[int, tuple[Operation, tuple[Any, ...]]] = {}
+
+
+def tool_shape(op: Operation) -> tuple[type[ArgModelBase], type[BaseModel] | None, str | None, ToolMetadata]:
+    """A tool's models and argument validation, built once per process for an operation (every app builds
+    its MCP server again, tests one per test: pydantic's models and schemas were most of that)."""
+    if id(op) not in _SHAPES:  # the operation is kept with its shape: its id stays its own
+        args_model = argument_model(op)
+        out_model, wrap_key = output_model(op)
+        metadata = ToolMetadata(arg_model=args_model, output_model=out_model, tool_name=op.name)
+        _SHAPES[id(op)] = (op, (args_model, out_model, wrap_key, metadata))
+    args_model, out_model, wrap_key, metadata = _SHAPES[id(op)][1]
+    return args_model, out_model, wrap_key, metadata
+
+
 def build_tool(platform: Platform, op: Operation) -> Tool:
-    args_model = argument_model(op)
-    out_model, wrap_key = output_model(op)
+    args_model, out_model, wrap_key, metadata = tool_shape(op)
     forced = forced_arguments(op)
 
     async def run(
@@ -347,7 +361,6 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         return CallToolResult(content=content_blocks(op, content), structured_content=content)
 
     run.__name__ = op.name
-    metadata = ToolMetadata(arg_model=args_model, output_model=out_model, tool_name=op.name)
     return Tool(
         fn=run,
         name=op.name,
