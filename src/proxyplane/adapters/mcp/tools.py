@@ -6,6 +6,7 @@ with a Caller from the same key check (channel "mcp"). Nothing here is written p
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import logging
@@ -302,20 +303,21 @@ async def confirm_spend(
 _SHAPES: dict[int, tuple[Operation, tuple[Any, ...]]] = {}
 
 
-def tool_shape(op: Operation) -> tuple[type[ArgModelBase], type[BaseModel] | None, str | None, ToolMetadata]:
-    """A tool's models and argument validation, built once per process for an operation (every app builds
-    its MCP server again, tests one per test: pydantic's models and schemas were most of that)."""
+def tool_shape(op: Operation) -> tuple[str | None, ToolMetadata, dict[str, Any]]:
+    """A tool's result key, argument and output models (ToolMetadata) and input schema (the caller copies
+    it), built once per process per operation: every app builds its MCP server again (tests one a test)."""
     if id(op) not in _SHAPES:  # the operation is kept with its shape: its id stays its own
         args_model = argument_model(op)
         out_model, wrap_key = output_model(op)
         metadata = ToolMetadata(arg_model=args_model, output_model=out_model, tool_name=op.name)
-        _SHAPES[id(op)] = (op, (args_model, out_model, wrap_key, metadata))
-    args_model, out_model, wrap_key, metadata = _SHAPES[id(op)][1]
-    return args_model, out_model, wrap_key, metadata
+        schema = args_model.model_json_schema(by_alias=True)
+        _SHAPES[id(op)] = (op, (wrap_key, metadata, schema))
+    wrap_key, metadata, schema = _SHAPES[id(op)][1]
+    return wrap_key, metadata, schema
 
 
 def build_tool(platform: Platform, op: Operation) -> Tool:
-    args_model, out_model, wrap_key, metadata = tool_shape(op)
+    wrap_key, metadata, schema = tool_shape(op)
     forced = forced_arguments(op)
 
     async def run(
@@ -366,7 +368,7 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         name=op.name,
         title=tool_annotations(op).title,
         description=description(op),
-        parameters=args_model.model_json_schema(by_alias=True),
+        parameters=copy.deepcopy(schema),
         fn_metadata=metadata,
         is_async=True,
         context_kwarg=CONTEXT_KWARG,
