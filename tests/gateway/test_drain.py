@@ -6,23 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
 
 from proxyplane.platform import Platform
-from proxyplane.storage.models.gateway import UsageMinute
 from tests.observability.support import raw_get
 from tests.support import Account
 
 from .clients import basic, connect_tunnel
 from .conftest import free_port
+from .processes import start_gateway, status, usage
 from .test_node_limits import limited_rotating
 from .test_store_static import eventually
-from .test_workers import start_gateway, status
 
 pytestmark = pytest.mark.anyio
 TUNNELS = 50
@@ -106,18 +103,6 @@ async def test_sigterm_drains_50_transferring_tunnels_and_flushes_usage(
             proc.wait()
     after = await usage(platform, sid)
     assert after[0] - before[0] == sent and after[1] - before[1] == sent  # every byte flushed at exit
-
-
-async def usage(platform: Platform, sid: str) -> tuple[int, int]:
-    async with platform.db.unit_of_work(write=False) as uow:
-        up, down = (
-            await uow.session.execute(
-                select(func.sum(UsageMinute.bytes_up), func.sum(UsageMinute.bytes_down)).where(
-                    UsageMinute.service_id == uuid.UUID(sid)
-                )
-            )
-        ).one()
-    return int(up or 0), int(down or 0)
 
 
 @pytest.mark.parametrize("path", ["engine", "python"])

@@ -21,10 +21,9 @@ from tests.support import Account
 
 from .clients import basic, connect_tunnel
 from .conftest import free_port
-from .test_drain import usage
+from .processes import start_gateway, usage
 from .test_node_limits import limited_rotating
 from .test_store_static import eventually
-from .test_workers import start_gateway
 
 pytestmark = pytest.mark.anyio
 CLIENTS = 8

@@ -7,25 +7,22 @@ everything cleanly."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from proxyplane.platform import Platform
-from proxyplane.storage.models.gateway import UsageMinute
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections
 from tests.support import Account
 
 from .clients import basic, connect_tunnel
 from .conftest import free_port
+from .processes import start_gateway, status, usage
 from .test_node_limits import limited_rotating
 from .test_store_static import eventually
 
@@ -36,40 +33,6 @@ LIMIT = 3
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def start_gateway(database_url: str, home: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PROXYPLANE_DATABASE_URL": database_url,
-        "PROXYPLANE_SECRET_KEY": "test-secret-key",  # as tests/conftest.py
-        "PROXYPLANE_HOME": str(home),
-        "PROXYPLANE_GATEWAY_HTTP_PORT": str(port),
-        "PROXYPLANE_GATEWAY_HTTPS_PORT": "-1",
-        "PROXYPLANE_GATEWAY_SOCKS_PORT": "-1",
-        "PROXYPLANE_GATEWAY_STATIC_HTTP_PORT": "-1",
-        "PROXYPLANE_GATEWAY_STATIC_HTTPS_PORT": "-1",
-        "PROXYPLANE_GATEWAY_STATIC_SOCKS_PORT": "-1",
-        "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK": "true",
-        "PROXYPLANE_GATEWAY_USAGE_FLUSH_SECONDS": "1",
-        "PROXYPLANE_GATEWAY_LIMIT_REFRESH_SECONDS": "0.25",
-        # SIGTERM drains open tunnels this long (the test's echo server cannot answer while it waits)
-        "PROXYPLANE_GATEWAY_DRAIN_SECONDS": os.environ.get("PROXYPLANE_GATEWAY_DRAIN_SECONDS", "1"),
-    }
-    code = "from proxyplane.cli import main; main()"
-    return subprocess.Popen(
-        [sys.executable, "-c", code, "gateway", "--workers", "2"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def status(home: Path) -> dict:
-    try:
-        return json.loads((home / "gateway-workers.json").read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 async def test_two_workers_share_limits_and_usage(
@@ -177,15 +140,7 @@ async def test_two_workers_share_limits_and_usage(
 
         # usage: both workers' flushes add up to exactly the bytes relayed
         async def usage_is_exact() -> bool:
-            async with platform.db.unit_of_work(write=False) as uow:
-                up, down = (
-                    await uow.session.execute(
-                        select(func.sum(UsageMinute.bytes_up), func.sum(UsageMinute.bytes_down)).where(
-                            UsageMinute.service_id == uuid.UUID(sid)
-                        )
-                    )
-                ).one()
-            return (up, down) == (sent, sent)
+            return await usage(platform, sid) == (sent, sent)
 
         await eventually(usage_is_exact, within=10.0)
         # a worker killed with tunnels open: restarted, and its slots freed (no leak)
