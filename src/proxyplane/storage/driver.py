@@ -14,6 +14,7 @@ driver error is raised as SQLAlchemy's DBAPIError subclass, as through the sessi
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-_INFO = "pp_driver"
+# the driver-level state of a transaction, kept while the transaction object lives (not in session.info)
+_STATE: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,15 @@ async def _connection(session: AsyncSession) -> tuple[Any, Any]:
     if session.new or session.dirty or session.deleted:
         await session.flush()  # what Session.execute's autoflush does first
     txn = session.sync_session.get_transaction()
-    cached = session.info.get(_INFO)
-    if cached is not None and txn is not None and cached[0] is txn:
-        return cached[1], cached[2]
+    cached = _STATE.get(txn) if txn is not None else None
+    if cached is not None:
+        return cached
     conn = await session.connection()
     fairy = await conn.get_raw_connection()
     state = (conn.sync_connection, fairy.dbapi_connection, fairy.driver_connection)
-    session.info[_INFO] = (session.sync_session.get_transaction(), state, conn.dialect)
+    txn = session.sync_session.get_transaction()
+    if txn is not None:
+        _STATE[txn] = (state, conn.dialect)
     return state, conn.dialect
 
 
