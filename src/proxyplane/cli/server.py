@@ -43,6 +43,7 @@ def serve_all(settings: Settings) -> None:
         log_config=None,  # logs.from_env above; the access line is observability/http.py's (with request id)
         access_log=False,
         timeout_graceful_shutdown=observability.graceful_shutdown_seconds,  # SIGTERM: in-flight finish
+        timeout_keep_alive=75,  # idle keep-alive outlives clients' and balancers' (decisions: keep-alive)
     )
     uvicorn.Server(config).run()
 

@@ -46,7 +46,9 @@ async def serve(platform: Platform) -> AsyncIterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(platform), lifespan="on", log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        create_app(platform), lifespan="on", log_level="warning", access_log=False, timeout_keep_alive=75
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
