@@ -8,18 +8,21 @@ import signal
 from collections.abc import AsyncIterator
 
 from proxyplane.core.settings import Settings
+from proxyplane.jobs.change_notifier import notifier_task
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
 
 
 @contextlib.asynccontextmanager
 async def worker_task(platform: Platform) -> AsyncIterator[WebhookWorker]:
-    """An app lifespan part: runs the webhook worker in the background until shutdown."""
+    """An app lifespan part: runs the webhook worker and the change notifier (PostgreSQL) in the
+    background until shutdown."""
     worker = WebhookWorker(platform)
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run_forever(stop), name="webhook-worker")
     try:
-        yield worker
+        async with notifier_task(platform.db):
+            yield worker
     finally:
         stop.set()
         try:
@@ -30,7 +33,7 @@ async def worker_task(platform: Platform) -> AsyncIterator[WebhookWorker]:
 
 
 async def run_worker(settings: Settings) -> None:
-    """`proxyplane worker`: migrate, then deliver until SIGINT/SIGTERM."""
+    """`proxyplane worker`: migrate, then deliver (and notify gateway changes) until SIGINT/SIGTERM."""
     from proxyplane.storage.migrate import upgrade
 
     await upgrade(settings.resolved_database_url())
@@ -42,7 +45,8 @@ async def run_worker(settings: Settings) -> None:
             loop.add_signal_handler(sig, stop.set)
     worker = WebhookWorker(platform)
     try:
-        await worker.run_forever(stop)
+        async with notifier_task(platform.db):
+            await worker.run_forever(stop)
     finally:
         await worker.close()
         await platform.close()
