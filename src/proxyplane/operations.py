@@ -5,6 +5,7 @@ from proxyplane.domains.accounts import operator_ops as _operator_accounts  # no
 from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
 from proxyplane.domains.accounts import web_ops as _web_accounts  # noqa: F401
 from proxyplane.domains.addons import ops as _addons  # noqa: F401
+from proxyplane.domains.agent import limits as _limits  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401

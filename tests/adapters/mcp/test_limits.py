@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import anyio
+import httpx
 import httpx2
 import pytest
 from fastapi import FastAPI
@@ -77,6 +78,32 @@ async def test_spend_near_its_limits_warns_and_the_resource_says_why(
     assert f"total spend cap is {total} of {total + 10} cents used" in last["warnings"][1]
     (warned,) = logs
     assert warned.level == "warning" and warned.data["warnings"] == last["warnings"]
+
+
+async def test_rest_serves_the_same_limits_as_the_resource(app: FastAPI, account: Account) -> None:
+    """One registered read (`get_account_limits`): GET /customer/limits and the MCP resource agree."""
+    key = await capped_key(account, 1000)
+    await account.credit(40)
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.9", 50000))
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://testserver", headers=bearer(key)
+    ) as rest:
+        settings = await rest.patch(
+            "/api/v1/customer/me/notifications", json={"balance_low_threshold_cents": 100}
+        )
+        served = await rest.get("/api/v1/customer/limits")
+        anonymous = await rest.get("/api/v1/customer/limits", headers={"Authorization": ""})
+    async with mcp_client(app, key) as client:
+        resource = await client.read_resource(LIMITS_URI)
+    assert settings.status_code == 200, settings.text
+    assert served.status_code == 200 and anonymous.status_code == 401
+    content = resource.contents[0]
+    assert isinstance(content, TextResourceContents)
+    assert served.json() == json.loads(content.text)
+    assert served.json()["spend_caps"] == [
+        {"cap": "total", "limit_cents": 1000, "spent_cents": 0, "near": False}
+    ]
+    assert served.json()["warnings"] == ["balance 40 cents is below the balance-low threshold of 100 cents"]
 
 
 async def test_2026_era_notifies_the_accounts_listen_streams(platform: Platform, account: Account) -> None:

@@ -34,6 +34,7 @@ TOOLS = {
     "disable_webhook_endpoint": "webhooks | write | -",
     "enable_webhook_endpoint": "webhooks | write | -",
     "export_service_usage": "usage:read | read | ri",
+    "get_account_limits": "- | read | ri",
     "get_balance": "wallet:read | read | ri",
     "get_catalog_product": "catalog:read | read | ri",
     "get_connection_limits": "services:read | read | ri",

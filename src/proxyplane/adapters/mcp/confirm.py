@@ -26,13 +26,11 @@ from mcp_types import (
 )
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
-from sqlalchemy import select
 
 from proxyplane.core.errors import PriceChanged
 from proxyplane.domains.apikeys.service import KeyPrincipal
 from proxyplane.ops import Caller, Operation, invoke
 from proxyplane.platform import Platform
-from proxyplane.storage.models import ApiKey
 
 QUESTION = "confirm_spend"  # the input request's key in InputRequiredResult.input_requests
 CHECKOUT = "checkout"
@@ -69,15 +67,10 @@ def can_ask(context: MCPContext[Any, Any], mode: str) -> bool:
     return elicitation.form is not None or elicitation.url is None
 
 
-async def confirmation_required(platform: Platform, principal: KeyPrincipal | None) -> bool:
-    """The key's (or OAuth token's) rule: confirm every spend (api_keys.confirm_spending, 0018g)."""
-    if principal is None:
-        return False
-    if getattr(principal, "confirm_spending", False):
-        return True
-    async with platform.db.unit_of_work(write=False) as uow:
-        flag = await uow.session.scalar(select(ApiKey.confirm_spending).where(ApiKey.id == principal.key_id))
-    return bool(flag)
+def confirmation_required(principal: KeyPrincipal | None) -> bool:
+    """The key's (or OAuth token's) rule: confirm every spend (api_keys.confirm_spending, 0018g; the
+    grant's for a token), carried by the principal the key gate loaded: no query here."""
+    return principal is not None and principal.confirm_spending
 
 
 def tool_error(code: str, message: str) -> CallToolResult:

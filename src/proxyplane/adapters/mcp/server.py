@@ -17,7 +17,7 @@ from proxyplane.adapters.mcp.limits import register_limits_resource
 from proxyplane.adapters.mcp.listen import AccountBus, ListenerAccount
 from proxyplane.adapters.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, EraRouter, ProxyPlaneMCP
 from proxyplane.adapters.mcp.subsets import ToolSubset
-from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, principal_from, served_operations
+from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, caller_from, served_operations
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
 from proxyplane.domains.oauth.service import authenticate_token
@@ -49,7 +49,7 @@ def build_server(platform: Platform, registry: dict[str, Operation] | None = Non
         subscriptions=bus,
     )
     server.account_bus = bus
-    register_limits_resource(server, platform, principal_from)
+    register_limits_resource(server, platform, caller_from)
     return server
 
 

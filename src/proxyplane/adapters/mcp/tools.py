@@ -285,7 +285,7 @@ async def confirm_spend(
     """None: charge as asked (no confirmation possible or needed); cents: the amount the person confirmed
     (the call's price guard); a result: the question to ask, a replay, or the refusal."""
     if not can_ask(context, "form"):
-        if await confirmation_required(platform, principal_from(context)):
+        if confirmation_required(principal_from(context)):
             return refused_without_asking()
         return None
     confirmed = confirmed_cents(context, op)
@@ -347,7 +347,7 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
             return CallToolResult(content=[TextContent(type="text", text=f"ok: {op.name} done")])
         content = structured(result, wrap_key)
         if spends_money(op):  # warnings before limits (issue 21.5)
-            await warn_near_limits(platform, mcp_context, principal_from(mcp_context))
+            await warn_near_limits(platform, mcp_context, caller)
         if op.name == TOP_UP and can_ask(mcp_context, "url"):  # payment at the checkout page (URL mode)
             action = (
                 checkout_action(mcp_context)

@@ -33,6 +33,8 @@ class KeyPrincipal:
     key_id: uuid.UUID
     customer_id: int
     scopes: frozenset[str]
+    # every spend confirmed by the person over MCP (api_keys.confirm_spending; fixed at the key's creation)
+    confirm_spending: bool = False
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
                     ApiKey.revoked_at,
                     ApiKey.last_used_at,
                     ApiKey.last_used_ip,
+                    ApiKey.confirm_spending,
                     Customer.status,
                 )
                 .join(Customer, Customer.id == ApiKey.customer_id)
@@ -113,10 +114,12 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
         ).first()
     if row is None:
         return None
-    key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, status = row
+    key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, confirm, status = row
     if revoked_at is not None or status != "active":
         return None
-    principal = KeyPrincipal(key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes))
+    principal = KeyPrincipal(
+        key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes), confirm_spending=bool(confirm)
+    )
     cache.put(digest, principal, generation, (last_used_at, last_used_ip))
     return principal
 
