@@ -125,3 +125,29 @@ def test_no_hidden_context_in_session_info() -> None:
         if ".info[" in p.read_text() or ".info.get(" in p.read_text() or ".info.pop(" in p.read_text()
     ]
     assert sorted(bad) == [Path("core/call.py"), Path("storage/engine.py")]  # the bridge; pool record info
+
+
+# The adapters that still read the database themselves, each with its reason; every other door runs only
+# registered operations (through invoke) or domain functions that own their reads (apikeys.authenticate).
+ADAPTER_QUERIES = {
+    # auth look-ups before any operation can run: who the caller is decides which operation may run
+    Path("adapters/web/base.py"): "the dashboard's session cookie -> the signed-in customer",
+    Path("adapters/web/sessions.py"): "the dashboard's session row behind the cookie",
+    Path("adapters/legacy/auth.py"): "the legacy API's Basic auth -> the customer",
+    # the built-in test processor's hosted page stands in for an external processor's checkout
+    Path("adapters/checkout/pages.py"): "the test processor's page reads the deposit it shows",
+}
+
+
+def queries(path: Path) -> bool:
+    """Whether a module reads the database itself: a unit of work, the ORM models or SQL expressions."""
+    text = path.read_text()
+    own = {m for m in imports(path) if m.startswith(("sqlalchemy", "proxyplane.storage.models"))}
+    return "unit_of_work(" in text or bool(own - {"sqlalchemy.exc"})  # sqlalchemy.exc: error mapping
+
+
+def test_adapters_run_no_queries_of_their_own() -> None:
+    """Issue 20: a door is a thin translation over invoke; the MCP adapter's own reads (limits, the
+    confirm-spending flag) are a registered operation and the key gate's principal."""
+    found = {p.relative_to(SRC) for p in (SRC / "adapters").rglob("*.py") if queries(p)}
+    assert found == set(ADAPTER_QUERIES)
