@@ -13,8 +13,10 @@ from the poll statement itself. A fresh full load records the same bounds and, o
 the rows of the transactions that were still open then (``xid >= xmin``). SQLite has one writer at a time
 and commits in seq order: no holes.
 
-Wake-ups: on PostgreSQL every logging statement also sends NOTIFY proxyplane_changes (at commit);
-``Listener`` holds a LISTEN connection and wakes the node at once; the poll stays the backstop.
+Wake-ups: on PostgreSQL the change notifier (jobs/change_notifier.py, with the job worker) reads the log
+every 50 ms with this same reader and sends NOTIFY proxyplane_changes in its own statement when it
+advanced (the triggers no longer notify: migration 0020i, issue 15); ``Listener`` holds a LISTEN
+connection and wakes the node at once; the poll stays the backstop (the only wake-up without a notifier).
 """
 
 from __future__ import annotations
