@@ -26,7 +26,7 @@ def table() -> str:
     for (method, path), op in ROUTES.items():
         legacy.setdefault(op.name, []).append(f"`{method} {path}`")
     rows = [
-        "| operation | effect | REST | MCP tool | legacy | dashboard / OAuth / CLI | handler |",
+        "| operation | effect | REST | MCP tool | legacy | dashboard / OAuth / CLI / checkout | handler |",
         "|---|---|---|---|---|---|---|",
     ]
     for name in sorted(REGISTRY):
@@ -34,7 +34,7 @@ def table() -> str:
         rest = f"`{op.method} {API_PREFIX}{op.path}`" if op.serves("rest") else ""
         mcp = f"`{op.name}`" if op.serves("mcp") else ""
         handler = f"`{op.handler.__module__.removeprefix('proxyplane.')}.{op.handler.__name__}`"
-        web = ", ".join(f"`{door}`" for door in ("web", "oauth", "cli") if op.serves(door))
+        web = ", ".join(f"`{door}`" for door in ("web", "oauth", "cli", "checkout") if op.serves(door))
         cells = [f"`{name}`", op.effect.value, rest, mcp, ", ".join(legacy.get(name, [])), web, handler]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"

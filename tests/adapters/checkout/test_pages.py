@@ -8,6 +8,7 @@ import re
 import httpx
 import pytest
 
+from proxyplane.operations import REGISTRY
 from proxyplane.platform import Platform
 from tests.adapters.rest.test_order import ORDER, body
 from tests.domains.stock.support import fresh_stock
@@ -62,3 +63,14 @@ async def test_top_up_page_says_top_up(client: httpx.AsyncClient, account: Accou
     ).json()
     text = _text((await client.get(dep["checkout_url"])).text)
     assert "Wallet top-up of $25.00" in text and "Order #" not in text, text
+    page = (await client.get(dep["checkout_url"])).text
+    assert f'action="/checkout/test/{dep["deposit_id"]}/decide"' in page
+
+    # the page's read is the registered `checkout_view`, on the checkout door only: the page token is its
+    # authority (a wrong one, or another deposit's, finds nothing) and the customer API does not serve it
+    wrong = await client.get(f"/checkout/test/{dep['deposit_id']}?token=not-the-token")
+    malformed = await client.get("/checkout/test/not-a-uuid?token=x")
+    assert wrong.status_code == malformed.status_code == 404 and "Checkout not found" in wrong.text
+    api = await client.get(f"/api/v1/checkout/test/{dep['deposit_id']}", headers=bearer(key))
+    assert api.status_code == 404
+    assert {name for name, op in REGISTRY.items() if op.serves("checkout")} == {"checkout_view"}

@@ -1,20 +1,26 @@
 """The built-in test processor's checkout page: the payer confirms or declines; the decision is sent
-as a signed callback through the same verification path an external processor's would take."""
+as a signed callback through the same verification path an external processor's would take. What the page
+shows is the registered read `checkout_view` (domains/wallet/checkout_page.py, the `checkout` door)."""
 
 from __future__ import annotations
 
 import html
-import uuid
 
 from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse
-from sqlalchemy import select
 
+from proxyplane.core.errors import NotFound
 from proxyplane.core.product_names import product_name
+from proxyplane.domains.wallet.checkout_page import (
+    CHECKOUT_VIEW,
+    CheckoutOrder,
+    CheckoutPageQuery,
+    CheckoutView,
+)
+from proxyplane.ops import Caller, invoke
 from proxyplane.payment_events import process_event
 from proxyplane.platform import Platform
 from proxyplane.processors.testpay import TestProcessor
-from proxyplane.storage.models import Deposit, Service
 
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -33,12 +39,12 @@ def _dollars(cents: int) -> str:
     return f"${cents // 100}.{cents % 100:02d}"
 
 
-def _what(deposit: Deposit, order: Service | None) -> str:
+def _what(deposit: CheckoutView, order: CheckoutOrder | None) -> str:
     """What this checkout pays, in the payer's words: an order's remainder or a wallet top-up."""
     amount = _dollars(deposit.amount_cents)
     if order is None:
         return f"Wallet top-up of <strong>{amount}</strong>"
-    ips = sum(int(s.get("count", 0)) for s in order.segments or [])
+    ips = order.ips
     total = order.wallet_paid_cents + deposit.amount_cents
     wallet = (
         f"; {_dollars(order.wallet_paid_cents)} of its {_dollars(total)} already paid from your wallet"
@@ -51,7 +57,7 @@ def _what(deposit: Deposit, order: Service | None) -> str:
     )
 
 
-def _back(order: Service | None) -> str:
+def _back(order: CheckoutOrder | None) -> str:
     if order is None:
         return '<p><a href="/wallet">Back to your wallet</a></p>'
     return f'<p><a href="/services/{order.service_id}">Back to order #{order.number}</a></p>'
@@ -64,30 +70,24 @@ def checkout_router(platform: Platform) -> APIRouter:
         proc = platform.processor()
         return proc if isinstance(proc, TestProcessor) else None
 
-    async def load(deposit_id: str, token: str) -> Deposit | None:
-        proc = processor()
+    async def load(deposit_id: str, token: str) -> CheckoutView | None:
         try:
-            did = uuid.UUID(deposit_id)
-        except ValueError:
+            view: CheckoutView = await invoke(
+                platform,
+                CHECKOUT_VIEW,
+                Caller.anonymous(channel="checkout"),
+                CheckoutPageQuery(deposit_id=deposit_id, token=token),
+            )
+        except NotFound:
             return None
-        if proc is None or not proc.check_page_token(did, token):
-            return None
-        async with platform.db.unit_of_work(write=False) as uow:
-            return await uow.session.get(Deposit, did)
-
-    async def order_of(deposit: Deposit) -> Service | None:
-        """The order whose remainder this deposit pays (None: a wallet top-up)."""
-        async with platform.db.unit_of_work(write=False) as uow:
-            return (
-                await uow.session.execute(select(Service).where(Service.deposit_id == deposit.id))
-            ).scalar_one_or_none()
+        return view
 
     @router.get("/{deposit_id}")
     async def page(deposit_id: str, token: str = "") -> HTMLResponse:
         deposit = await load(deposit_id, token)
         if deposit is None:
             return _page("Checkout not found", "<h1>Checkout not found</h1>", 404)
-        order = await order_of(deposit)
+        order = deposit.order
         if deposit.status != "pending":
             return _page(
                 "Checkout",
@@ -100,7 +100,7 @@ def checkout_router(platform: Platform) -> APIRouter:
                 f"<h1>Test checkout</h1><p>{_what(deposit, order)} "
                 f"by {html.escape(deposit.payment_method)}.</p>"
                 '<p class="muted">Built-in test processor: no real money moves.</p>'
-                f'<form method="post" action="/checkout/test/{deposit.id}/decide">'
+                f'<form method="post" action="/checkout/test/{deposit.deposit_id}/decide">'
                 f'<input type="hidden" name="token" value="{tok}">'
                 '<button class="pay" name="decision" value="paid">Pay</button>'
                 '<button name="decision" value="failed">Decline</button></form>'
@@ -113,11 +113,12 @@ def checkout_router(platform: Platform) -> APIRouter:
         proc = processor()
         if deposit is None or proc is None or decision not in ("paid", "failed"):
             return _page("Checkout not found", "<h1>Checkout not found</h1>", 404)
-        body, headers = proc.signed_callback(deposit.id, decision, deposit.amount_cents)
+        body, headers = proc.signed_callback(deposit.deposit_id, decision, deposit.amount_cents)
         event = proc.parse_callback(body, headers)
         result = await process_event(platform, event) if event is not None else {"status": "ignored"}
         status = html.escape(str(result.get("status", "")))
-        order = await order_of(deposit)
+        after = await load(deposit_id, token)
+        order = after.order if after is not None else deposit.order
         return _page("Checkout", f"<h1>Payment {status}</h1><p>{_what(deposit, order)}</p>{_back(order)}")
 
     return router
