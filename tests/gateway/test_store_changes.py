@@ -201,9 +201,10 @@ async def _woken(platform: Platform, sync: StoreSync, sid: uuid.UUID, postgres: 
             entry = sync.table.get(str(sid))
             return entry is not None and entry.max_connections == 3
 
-        await eventually(applied, within=1.0)
-        # PostgreSQL: well inside the nodes' 0.25 s poll interval (notifier tick 50 ms + a re-read)
-        assert asyncio.get_running_loop().time() - started < (0.25 if postgres else 1.0)
+        await eventually(applied, within=5.0)
+        # PostgreSQL: the node polls every 30 s here, so being applied at all within 5 s means the notifier
+        # woke it (typically 50-100 ms: notifier tick + a re-read; bench/notify_commits.py measures it)
+        assert asyncio.get_running_loop().time() - started < 5.0
     finally:
         await sync.close()
     assert sync.listener is None or not sync.listener.connected

@@ -107,8 +107,8 @@ async def test_a_commit_sends_nothing_until_the_notifier_runs(postgres: Platform
             for value in (5, 6):
                 listen.clear()
                 await set_max_connections(postgres, [sid], value)
-                waited = await listen.within(1.0)
-                assert waited is not None and waited < 0.25, waited
+                # each write is signalled (the ~50 ms tick is bench/notify_commits' figure, not a timed test)
+                assert await listen.within(3.0) is not None
         finally:
             stop.set()
             await task
