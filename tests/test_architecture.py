@@ -108,8 +108,8 @@ def test_dashboard_account_actions_commit_through_invoke() -> None:
 
 
 def test_no_adapter_commits() -> None:
-    """A door translates and calls `invoke` (or a module that owns its transaction outside the adapters,
-    like payment_events.py); dashboard form tokens are invoke's door_key, not a commit of their own; the
+    """A door translates and calls `invoke` (a processor's callback too: payment_events.py invokes the
+    registered `payment_event`); dashboard form tokens are invoke's door_key, not a commit of their own; the
     OAuth authorization server and its consent page run the operations of domains/oauth/ops.py and
     consent_ops.py (issue 20.1)."""
     bad = [(p.relative_to(SRC), line) for p in (SRC / "adapters").rglob("*.py") for line in commits(p)]

@@ -30,6 +30,7 @@ from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
 from proxyplane.domains.usage import ops as _usage  # noqa: F401
 from proxyplane.domains.wallet import checkout_page as _checkout_page  # noqa: F401
 from proxyplane.domains.wallet import ops as _wallet  # noqa: F401
+from proxyplane.domains.wallet import payment_callback as _payment_callback  # noqa: F401
 from proxyplane.domains.webhooks import ops as _webhooks  # noqa: F401
 from proxyplane.ops import REGISTRY
 

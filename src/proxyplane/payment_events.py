@@ -1,23 +1,24 @@
-"""Apply a payment processor's event (a verified callback) in its own transaction, then tell the gateway
-which services it changed. Called by the REST payment callback and by the test processor's checkout page:
-doors of their own, so the transaction is owned here (like `ops.invoke`), not by either adapter."""
+"""Apply a payment processor's verified event through the registered operation `payment_event` (the
+`processor` door; domains/wallet/payment_callback.py): `invoke` owns the transaction. Shared by the REST
+payment callback and the test processor's checkout page, which send the same signed callback, so neither
+adapter imports the other."""
 
 from __future__ import annotations
 
-from proxyplane.domains.wallet.deposits import apply_payment_event
+from proxyplane.domains.wallet.payment_callback import PAYMENT_EVENT, PaymentEventIn, PaymentEventResult
+from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
+from proxyplane.processors.base import PaymentEvent
 
 
-async def process_event(platform: Platform, event: object) -> dict[str, object]:
-    async with platform.db.unit_of_work(write=True) as uow:
-        try:
-            deposit = await apply_payment_event(uow.session, event)  # type: ignore[arg-type]
-        except ValueError as exc:
-            return {"received": True, "applied": False, "error": str(exc)}
-        changed = list(uow.call.changed_services)
-        await uow.commit()
-    for service_id in changed:
-        platform.emit("entitlements_changed", service_id)
-    if deposit is None:
-        return {"received": True, "applied": False, "error": "unknown deposit"}
-    return {"received": True, "applied": True, "deposit_id": str(deposit.id), "status": deposit.status}
+async def process_event(platform: Platform, event: PaymentEvent) -> dict[str, object]:
+    data = PaymentEventIn(
+        provider_ref=event.provider_ref,
+        outcome=event.outcome,
+        amount_cents=event.amount_cents,
+        deposit_id=event.deposit_id,
+    )
+    result: PaymentEventResult = await invoke(
+        platform, PAYMENT_EVENT, Caller.anonymous(channel="processor"), data
+    )
+    return result.model_dump(exclude_none=True)

@@ -113,6 +113,31 @@ async def test_repeated_and_concurrent_callbacks_credit_once(
     assert ledger["total"] == 1
 
 
+async def test_callback_runs_the_registered_processor_operation(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    """Issue 20: the processor's callback is the operation `payment_event` of the `processor` door only;
+    a verified event whose amount differs is answered, applied to nothing, and credits nothing."""
+    from proxyplane.operations import REGISTRY
+
+    assert {name for name, op in REGISTRY.items() if op.serves("processor")} == {"payment_event"}
+    assert not any(REGISTRY["payment_event"].serves(door) for door in ("rest", "mcp", "legacy", "web"))
+    key = await account.key()
+    deposit_id = uuid.UUID((await _init(client, key, amount_cents=1500)).json()["deposit_id"])
+    body, headers = platform.processor().signed_callback(deposit_id, "paid", 1499)
+    r = await client.post("/api/v1/payments/test/callback", content=body, headers=headers)
+    assert r.status_code == 200 and r.json()["applied"] is False and "differs" in r.json()["error"]
+    assert (await client.get("/api/v1/customer/wallet/balance", headers=bearer(key))).json()[
+        "balance_cents"
+    ] == 0
+    body, headers = platform.processor().signed_callback(deposit_id, "paid", 1500)
+    r = await client.post("/api/v1/payments/test/callback", content=body, headers=headers)
+    assert r.json() == {"received": True, "applied": True, "deposit_id": str(deposit_id), "status": "paid"}
+    assert (await client.get("/api/v1/customer/wallet/balance", headers=bearer(key))).json()[
+        "balance_cents"
+    ] == 1500
+
+
 async def test_forged_callback_is_refused(
     client: httpx.AsyncClient, platform: Platform, account: Account
 ) -> None:
