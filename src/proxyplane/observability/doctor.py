@@ -82,7 +82,9 @@ async def check_secret(db: Database, settings: Settings, scaled_out: bool) -> li
     box = SecretBox(settings.resolved_secret_key())
     try:
         async with db.unit_of_work(write=False) as uow:
-            token = (await uow.session.execute(select(Service.password_enc).limit(1))).scalar_one_or_none()
+            # the newest service's password: written with the key in use now (an arbitrary row may be older)
+            newest = select(Service.password_enc).order_by(Service.number.desc()).limit(1)
+            token = (await uow.session.execute(newest)).scalar_one_or_none()
     except Exception:
         return out  # the database finding says why
     if token is not None:
