@@ -77,3 +77,18 @@ async def buy(
     r = await client.post(f"/api/product/{pid}", json=body, headers=auth(account))
     assert r.status_code == 200, r.text
     return r.json()
+
+# GET /api/product/{id}: the document's fields, in its order (byte-exact clients read them positionally)
+PRODUCT_FIELDS = [
+    "productId",
+    "price",
+    "groupId",
+    "groupName",
+    "created_at",
+    "product_hidden",
+    "group_hidden",
+    "product_type",
+    "ip_count",
+    "update_time",
+    "geo",
+]

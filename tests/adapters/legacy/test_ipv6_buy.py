@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from proxyplane.platform import Platform
-from tests.adapters.legacy.support import JSON, auth, buy
+from tests.adapters.legacy.support import JSON, PRODUCT_FIELDS, auth, buy
 from tests.domains.stock.subnet_support import fresh_prefix, retire_country
 from tests.support import Account, bearer
 
@@ -34,19 +34,7 @@ async def _run_buy_ipv6_composite_product(
     r = await client.get("/api/product/5", headers=auth(account))
     assert (r.status_code, r.headers["content-type"]) == (200, JSON)
     got = r.json()
-    assert list(got) == [
-        "productId",
-        "price",
-        "groupId",
-        "groupName",
-        "created_at",
-        "product_hidden",
-        "group_hidden",
-        "product_type",
-        "ip_count",
-        "update_time",
-        "geo",
-    ]
+    assert list(got) == PRODUCT_FIELDS
     assert (got["productId"], got["groupId"], got["groupName"]) == (5, 5, "IPv6 proxies")
     assert got["product_type"] == "fpr" and got["product_hidden"] is False and "RS" in got["geo"]
     assert got["ip_count"] >= 1 and got["price"] > 0

@@ -9,7 +9,15 @@ import pytest
 
 from proxyplane.domains.legacy.products import smallest_order
 from proxyplane.platform import Platform
-from tests.adapters.legacy.support import JSON, add_product, auth, buy, rotating_product, static_product
+from tests.adapters.legacy.support import (
+    JSON,
+    PRODUCT_FIELDS,
+    add_product,
+    auth,
+    buy,
+    rotating_product,
+    static_product,
+)
 from tests.domains.stock.support import fresh_stock
 from tests.support import Account, bearer
 
@@ -48,19 +56,7 @@ async def test_static_product_fields(client: httpx.AsyncClient, platform: Platfo
     assert got["product_type"] == "fpr" and got["ip_count"] == 2 and got["geo"] == ["MD"]
     assert got["groupId"] == 1 and got["groupName"] == "Datacenter proxies" and got["price"] == 2.5
     assert len(got["update_time"]) == 19 and got["update_time"][4] == "-" and got["update_time"][13] == ":"
-    assert list(got) == [
-        "productId",
-        "price",
-        "groupId",
-        "groupName",
-        "created_at",
-        "product_hidden",
-        "group_hidden",
-        "product_type",
-        "ip_count",
-        "update_time",
-        "geo",
-    ]
+    assert list(got) == PRODUCT_FIELDS
 
 
 async def test_composite_product_is_the_smallest_order(

@@ -38,12 +38,11 @@ CODE_SECONDS = 60  # from consent to the code's exchange
 
 @dataclass(frozen=True, kw_only=True)
 class OAuthPrincipal(KeyPrincipal):
-    """An access token's caller: a KeyPrincipal (key_id is the grant's key row) plus the grant;
+    """An access token's caller: a KeyPrincipal (key_id is the grant's key row) plus the grant; the inherited
     `confirm_spending` is the consent page's "ask me to confirm every spend" (read by MCP elicitation)."""
 
     grant_id: uuid.UUID
     client_id: str
-    confirm_spending: bool = False
 
 
 @dataclass(frozen=True)
