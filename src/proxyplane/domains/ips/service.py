@@ -325,6 +325,8 @@ async def refresh(
 
     now = now or utcnow()
     require_active(svc, now)
+    if postgres:  # concurrent refreshes of one service take turns: each reads the list the previous one left
+        await session.execute(select(Service.number).where(Service.number == svc.number).with_for_update())
     book = await book_for(session, svc)
     live = await services.service_ips(session, svc.service_id)
     if target_ips:
