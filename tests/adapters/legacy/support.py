@@ -78,6 +78,7 @@ async def buy(
     assert r.status_code == 200, r.text
     return r.json()
 
+
 # GET /api/product/{id}: the document's fields, in its order (byte-exact clients read them positionally)
 PRODUCT_FIELDS = [
     "productId",
