@@ -28,11 +28,9 @@ async def service_event(session: AsyncSession, svc: Service, event_type: str, **
     await emit(session, svc.customer_id, event_type, service_data(svc, **extra))
 
 
-async def order_placed(
-    session: AsyncSession, svc: Service, amount_due_cents: int, *, has_endpoints: bool = True
-) -> None:
-    """order.created always; when nothing is left to pay, also order.paid and service.activated (one
-    emit_many: the same events, in that order, in two or three statements)."""
+def order_items(svc: Service, amount_due_cents: int) -> list[tuple[str, dict[str, Any]]]:
+    """The events of a placed order, in order: order.created always; when nothing is left to pay, also
+    order.paid and service.activated."""
     data = service_data(
         svc,
         total_cents=svc.period_price_cents,
@@ -45,6 +43,14 @@ async def order_placed(
             ("order.paid", service_data(svc, total_cents=svc.period_price_cents)),
             ("service.activated", service_data(svc)),
         ]
+    return items
+
+
+async def order_placed(
+    session: AsyncSession, svc: Service, amount_due_cents: int, *, has_endpoints: bool = True
+) -> None:
+    """order_items in one emit_many (two or three statements)."""
+    items = order_items(svc, amount_due_cents)
     await emit_many(session, svc.customer_id, items, has_endpoints=has_endpoints)
 
 

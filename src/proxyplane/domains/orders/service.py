@@ -13,19 +13,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Table, insert, select, text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import make_transient_to_detached
 
 from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
+from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.orders import context as order_context
+from proxyplane.domains.orders import rows
 from proxyplane.domains.orders.quoting import Priced as Priced
 from proxyplane.domains.orders.quoting import SegmentError as SegmentError
 from proxyplane.domains.orders.quoting import check_whitelist as check_whitelist
@@ -43,13 +45,12 @@ from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import COUNTRIES
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.driver import DriverStatement
-from proxyplane.storage.models import Deposit, Service, ServiceWhitelist, Wallet
+from proxyplane.storage.models import Deposit, Service, Wallet
 
 PLACE_SAVEPOINT = "order_place"
 # built once: statement objects reused on every order skip their construction and cache-key work
 _SAVEPOINT = DriverStatement(text(f"SAVEPOINT {PLACE_SAVEPOINT}"))  # on the driver (storage/driver.py)
-_ROLLBACK_TO_SAVEPOINT = text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}")
-_INSERT_WHITELIST = DriverStatement(insert(cast(Table, ServiceWhitelist.__table__)))
+_ROLLBACK_TO_SAVEPOINT = DriverStatement(text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}"))
 
 
 class OrderBelowMinimum(ValidationFailed):
@@ -139,31 +140,6 @@ def _settle(svc: Service, paid: int) -> None:
         svc.amount_due_cents = svc.period_price_cents - paid
 
 
-_SERVICES = cast(Table, Service.__table__)
-_INSERT_SERVICE = DriverStatement(insert(_SERVICES).returning(_SERVICES.c.number))
-
-
-async def _insert(session: AsyncSession, svc: Service, wl: Sequence[str]) -> None:
-    """The service row as one INSERT ... RETURNING number on the driver connection (no ORM flush), every
-    column given; the object then joins the session as persistent (no SQL), so a later change to it (the
-    deposit id, a retried settlement) is flushed as an UPDATE, as before."""
-    for column in _SERVICES.columns:  # the model's Python-side defaults (else NULL), as the ORM's flush
-        default = column.default
-        if column.key != "number" and column.key not in svc.__dict__:
-            if default is None:
-                setattr(svc, column.key, None)
-            else:
-                setattr(svc, column.key, default.arg(None) if default.is_callable else default.arg)  # type: ignore[attr-defined]
-    values = {c.key: getattr(svc, c.key) for c in _SERVICES.columns if c.key != "number"}
-    now = utcnow()
-    svc.number = int(await _INSERT_SERVICE.scalar(session, values))
-    make_transient_to_detached(svc)
-    session.add(svc)
-    await _INSERT_WHITELIST.many(
-        session, [{"service_id": svc.service_id, "ip": ip, "created_at": now} for ip in wl]
-    )
-
-
 async def _from_wallet(
     session: AsyncSession, customer_id: int, total: int, use_balance: bool, balance_only: bool, postgres: bool
 ) -> wallet.Withdrawal | None:
@@ -238,17 +214,16 @@ async def place_order(
     )  # kept in plain for the response: no decrypt of what was just encrypted
     svc = _new_service(box, customer_id, quote, geo_source, included, password)
     _settle(svc, taken.cents if taken else 0)
-    await _insert(session, svc, wl)
+    await rows.insert_service(session, svc, wl, postgres)
     ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
     missing = alloc.shortfall(lines, ips)
     if missing and postgres:
         # rows with room held by concurrent orders (or no stock): start again from the savepoint, this
         # time stock first (waiting in id order), then the wallet, so no two orders wait in a cycle
-        await session.execute(_ROLLBACK_TO_SAVEPOINT)
-        session.expunge(svc)
+        await _ROLLBACK_TO_SAVEPOINT.rows(session)
         await services.expire_due(session)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
-        await _insert(session, svc, wl)
+        await rows.insert_service(session, svc, wl, postgres)
         ips, missing = await alloc.take_waiting(
             session, svc.service_id, product_kind, geo_source, lines, postgres=True
         )
@@ -256,6 +231,7 @@ async def place_order(
             raise _out_of_stock(product_kind, geo_source, lines, missing)
         taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
         _settle(svc, taken.cents if taken else 0)
+        await rows.update_service(session, svc, *_SETTLED)
     elif missing:  # SQLite (one writer): free the IPs of services whose term is over, then try again
         await services.expire_due(session)
         more, missing = await alloc.take_waiting(
@@ -285,25 +261,77 @@ async def place_order(
             f"order:{svc.service_id}:{idempotency_key}"[:200],
         )
         svc.deposit_id = deposit.id
+        await rows.update_service(session, svc, "deposit_id")
+    await _record(session, ctx, svc, quote, taken, due, payment_method, postgres)
+    availability = {country: count for country, count in lines}  # the order took them all
+    priced = Priced(quote, (), availability, included)
+    return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)
+
+
+# what _settle may change on a service row already written (the waiting path settles after the stock)
+_SETTLED = (
+    "wallet_paid_cents",
+    "amount_due_cents",
+    "status",
+    "started_at",
+    "current_period_start",
+    "current_period_end",
+)
+
+
+async def _record(
+    session: AsyncSession,
+    ctx: order_context.OrderContext,
+    svc: Service,
+    quote: Quote,
+    taken: wallet.Withdrawal | None,
+    due: int,
+    payment_method: str,
+    postgres: bool,
+) -> None:
+    """The invoice, the ledger entry of the wallet part and the events. PostgreSQL, customer without
+    enabled webhook endpoints: one statement (rows.record_order_pg); else the separate writes (SQLite,
+    or deliveries to queue)."""
+    paid = taken.cents if taken else 0
+    if postgres and not ctx.has_webhooks:
+        events: list[tuple[str, dict[str, Any], datetime]] = []
+        if taken is not None and taken.cents > 0:
+            if ctx.capped_key:
+                await caps.charge(session, taken.cents)
+            call_context(session).debited_cents += taken.cents
+            low = ctx.balance_low_threshold_cents
+            if low is not None and taken.balance_after_cents + taken.cents >= low > taken.balance_after_cents:
+                data = {"balance_cents": taken.balance_after_cents, "threshold_cents": low}
+                events.append(("wallet.balance_low", data, utcnow()))
+        events += [(kind, data, utcnow()) for kind, data in service_events.order_items(svc, due)]
+        await rows.record_order_pg(
+            session,
+            svc,
+            quote,
+            paid,
+            taken.balance_after_cents if taken else 0,
+            due,
+            payment_method,
+            svc.deposit_id,
+            events,
+        )
+        return
     invoice_id = await order_invoice.record_order(
         session, svc, quote, paid, due, payment_method, svc.deposit_id
     )
     if taken is not None:
         await wallet.record_withdrawal(
             session,
-            customer_id,
+            svc.customer_id,
             taken,
             "purchase",
-            f"Order #{svc.number}: {quote.ip_count} {product_kind} IPs, {period_months} month(s)",
+            rows.order_description(svc, quote),
             service_id=svc.service_id,
             invoice_id=str(invoice_id),
             capped_key=ctx.capped_key,
             balance_low_threshold=(ctx.balance_low_threshold_cents,),
         )
     await service_events.order_placed(session, svc, due, has_endpoints=ctx.has_webhooks)
-    availability = {country: count for country, count in lines}  # the order took them all
-    priced = Priced(quote, (), availability, included)
-    return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)
 
 
 async def settle_order_deposit(session: AsyncSession, deposit: Deposit) -> uuid.UUID | None:
