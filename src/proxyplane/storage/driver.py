@@ -133,11 +133,7 @@ async def _run(session: AsyncSession, state: Any, dialect: Any, sql: str, args: 
                     await driver.executemany(sql, args)
                     return []
                 return list(await driver.fetch(sql, *args))
-        cursor = await (driver.executemany(sql, args) if many else driver.execute(sql, args))
-        try:
-            return [] if many else list(await cursor.fetchall())
-        finally:
-            await cursor.close()
+        return await adapted.execute_rows(sql, args, many)  # storage/sqlite_driver.py
     except Exception as exc:
         orig: BaseException = exc
         if dialect.name == "postgresql":

@@ -13,6 +13,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from proxyplane.core.call import CallContext
+from proxyplane.storage import sqlite_driver
 
 
 class Database:
@@ -21,6 +22,8 @@ class Database:
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             engine_kwargs.setdefault("connect_args", {"timeout": 30})
+            if url.startswith("sqlite+aiosqlite"):  # statements on the loop once they cannot wait
+                engine_kwargs.setdefault("module", sqlite_driver.dbapi())
         else:
             engine_kwargs.setdefault("pool_size", 10)
             engine_kwargs.setdefault("max_overflow", 20)

@@ -1,0 +1,160 @@
+"""SQLite statements on the event loop's thread (storage/sqlite_driver.py): a writing unit of work makes
+two thread jobs (BEGIN IMMEDIATE, COMMIT) whatever its statement count; a lock wait (another process
+holding the write lock) and known-long statements stay on the connection's thread, so the loop keeps
+running. These tests use a SQLite file of their own, whichever database the suite runs on."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+
+from proxyplane.storage import sqlite_driver
+from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.engine import Database, UnitOfWork
+
+pytestmark = pytest.mark.anyio
+
+_INSERT = DriverStatement(text("INSERT INTO t (v) VALUES (:v) RETURNING id"))
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'driver.db'}")
+    async with database.unit_of_work() as uow:
+        await uow.session.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL UNIQUE)"))
+        await uow.commit()
+    yield database
+    await database.dispose()
+
+
+async def _adapter(uow: UnitOfWork) -> sqlite_driver.Connection:
+    conn = await uow.session.connection()
+    adapted: Any = (await conn.get_raw_connection()).dbapi_connection
+    assert isinstance(adapted, sqlite_driver.Connection)
+    return adapted
+
+
+def _jobs(adapted: sqlite_driver.Connection) -> int:
+    return adapted._jobs.put
+
+
+class _Ticker:
+    """Counts event-loop iterations while running: a blocked loop does not tick."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            self.ticks += 1
+            await asyncio.sleep(0.01)
+
+    def __enter__(self) -> _Ticker:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+async def test_a_writing_unit_of_work_hops_to_the_thread_for_begin_and_commit_only(db: Database) -> None:
+    async with db.unit_of_work() as uow:
+        adapted = await _adapter(uow)
+        before = _jobs(adapted)  # BEGIN IMMEDIATE ran already
+        for v in range(10):
+            assert await _INSERT.scalar(uow.session, {"v": v}) is not None
+            await uow.session.execute(text("UPDATE t SET v = v + 100 WHERE v = :v"), {"v": v})
+        assert (await uow.session.execute(text("SELECT count(*) FROM t"))).scalar() == 10
+        assert _jobs(adapted) == before  # 21 statements, none on the thread
+        await uow.commit()
+        assert _jobs(adapted) == before + 1  # COMMIT
+    async with db.unit_of_work(write=False) as uow:
+        assert (await uow.session.execute(text("SELECT sum(v) FROM t"))).scalar() == sum(range(100, 110))
+
+
+async def test_a_reader_takes_its_snapshot_on_the_thread_then_reads_on_the_loop(db: Database) -> None:
+    async with db.unit_of_work(write=False) as uow:
+        adapted = await _adapter(uow)
+        before = _jobs(adapted)
+        await uow.session.execute(text("SELECT count(*) FROM t"))  # the first read: on the thread
+        assert _jobs(adapted) == before + 1
+        for _ in range(5):
+            await uow.session.execute(text("SELECT count(*) FROM t"))
+        assert _jobs(adapted) == before + 1
+        await uow.session.execute(text("INSERT INTO t (v) VALUES (7)"))  # a write may wait: the thread
+        assert _jobs(adapted) == before + 2
+
+
+async def test_waiting_for_another_writer_does_not_block_the_loop(db: Database, tmp_path: Path) -> None:
+    other = sqlite3.connect(tmp_path / "driver.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    release = threading.Timer(0.3, other.execute, args=("COMMIT",))
+    release.start()
+    try:
+        with _Ticker() as ticker:
+            async with db.unit_of_work() as uow:  # BEGIN IMMEDIATE waits on the busy timeout
+                await _INSERT.scalar(uow.session, {"v": 1})
+                await uow.commit()
+            assert ticker.ticks >= 10  # the loop ran while the lock was waited for
+    finally:
+        release.join()
+        other.close()
+
+
+async def test_long_statements_go_to_the_thread(db: Database) -> None:
+    many = [{"v": v} for v in range(sqlite_driver.MANY_ON_LOOP + 1)]
+    count = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) "
+    count += "SELECT count(*) FROM c"
+    async with db.unit_of_work() as uow:
+        adapted = await _adapter(uow)
+        before = _jobs(adapted)
+        await DriverStatement(text("INSERT INTO t (v) VALUES (:v)")).many(uow.session, many)
+        assert _jobs(adapted) == before + 1  # more rows than MANY_ON_LOOP: on the thread
+        assert (await uow.session.execute(text(count))).scalar() == 300000  # slow, on the loop once
+        assert count in sqlite_driver._SlowStatements.texts
+        assert (await uow.session.execute(text(count))).scalar() == 300000
+        assert _jobs(adapted) == before + 2  # from then on on the thread
+        await uow.commit()
+
+
+async def test_an_error_on_the_loop_is_sqlalchemys_and_the_transaction_goes_on(db: Database) -> None:
+    async with db.unit_of_work() as uow:
+        await _INSERT.scalar(uow.session, {"v": 1})
+        await uow.session.execute(text("SAVEPOINT s"))
+        with pytest.raises(IntegrityError):
+            await uow.session.execute(text("INSERT INTO t (v) VALUES (1)"))
+        with pytest.raises(IntegrityError):
+            await _INSERT.scalar(uow.session, {"v": 1})
+        await uow.session.execute(text("ROLLBACK TO SAVEPOINT s"))
+        await _INSERT.scalar(uow.session, {"v": 2})
+        await uow.commit()
+    async with db.unit_of_work(write=False) as uow:
+        assert (await uow.session.execute(text("SELECT v FROM t ORDER BY v"))).scalars().all() == [1, 2]
+
+
+async def test_concurrent_writers_on_one_loop_keep_every_increment(db: Database) -> None:
+    async with db.unit_of_work() as uow:
+        await uow.session.execute(text("INSERT INTO t (id, v) VALUES (1, 0)"))
+        await uow.commit()
+
+    async def bump() -> None:
+        for _ in range(5):
+            async with db.unit_of_work() as uow:
+                v = (await uow.session.execute(text("SELECT v FROM t WHERE id = 1"))).scalar_one()
+                await asyncio.sleep(0)  # another writer's turn, if the write queue let it in
+                await uow.session.execute(text("UPDATE t SET v = :v WHERE id = 1"), {"v": v + 1})
+                await uow.commit()
+
+    await asyncio.gather(*(bump() for _ in range(10)))
+    async with db.unit_of_work(write=False) as uow:
+        assert (await uow.session.execute(text("SELECT v FROM t WHERE id = 1"))).scalar() == 50
