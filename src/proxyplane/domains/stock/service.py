@@ -83,7 +83,11 @@ async def availability(
             return {}
         parts = [
             select(literal(country).label("country"), func.count().label("n")).select_from(
-                select(StockIp.id).where(*free, col == country).limit(max(1, int(needed))).subquery()
+                select(StockIp.id)
+                .where(*free, col == country)
+                .order_by(StockIp.assigned_count, StockIp.id)  # the allocation index's order: walk it
+                .limit(max(1, int(needed)))
+                .subquery()
             )
             for country, needed in sorted(countries.items())
         ]
