@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import JSON, Dialect, Table, TypeDecorator, bindparam, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -32,6 +32,7 @@ from proxyplane.core.errors import (
 from proxyplane.core.text_input import forbid_nul
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.observability.metrics import observed
+from proxyplane.storage import transaction
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.models import IdempotencyRecord
@@ -278,6 +279,16 @@ async def invoke(
     return result
 
 
+class _JsonText(TypeDecorator[str]):
+    """A JSON column's value bound as JSON text already serialized: no second serialization."""
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+
 # built once (cache key memoized, nothing to construct per call); the values are bound at execution
 _RECORDS = cast(Table, IdempotencyRecord.__table__)
 # and run on the driver connection (storage/driver.py: every keyed call runs both)
@@ -285,16 +296,23 @@ _CLAIM: dict[str, DriverStatement] = {
     "postgresql": DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id)),
     "sqlite": DriverStatement(sqlite_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id)),
 }
-_STORE_RESPONSE = DriverStatement(
+# PostgreSQL, as the transaction's first statement: sent with its BEGIN (the command status tells)
+_CLAIM_WITH_BEGIN = DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing())
+_STORE_RESPONSE = DriverStatement(  # by the record's unique key; on PostgreSQL sent with the COMMIT
     update(_RECORDS)
-    .where(_RECORDS.c.id == bindparam("record_id"))
-    .values(response=bindparam("response", type_=_RECORDS.c.response.type))
+    .where(
+        _RECORDS.c.customer_id == bindparam("record_customer"),
+        _RECORDS.c.operation == bindparam("record_operation"),
+        _RECORDS.c.key == bindparam("record_key"),
+    )
+    .values(response=bindparam("response", type_=_JsonText()))
 )
 
 
-async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> int | None:
-    """Insert the key's record (one statement); None when it exists already. A concurrent duplicate on
-    PostgreSQL waits here for the first one's commit (or rollback, and then claims the key itself)."""
+async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> bool:
+    """Insert the key's record (one statement); False when it exists already. A concurrent duplicate on
+    PostgreSQL waits here for the first one's commit (or rollback, and then claims the key itself).
+    On PostgreSQL the transaction's first statement goes with its BEGIN (one round trip)."""
     values = {
         "customer_id": customer_id,
         "operation": op.name,
@@ -303,8 +321,10 @@ async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req
         "response": {},
         "created_at": utcnow(),
     }
-    claimed = await _CLAIM[uow.dialect].scalar(uow.session, values)
-    return None if claimed is None else int(claimed)
+    status = await transaction.begin_with(uow.session, _CLAIM_WITH_BEGIN, values)
+    if status is not None:
+        return status == "INSERT 0 1"
+    return await _CLAIM[uow.dialect].scalar(uow.session, values) is not None
 
 
 async def _invoke_keyed(
@@ -324,8 +344,7 @@ async def _invoke_keyed(
     async with platform.db.unit_of_work(write=True) as uow:
         if last_use_due(platform.db, caller.key_id, caller.client_ip, used):
             await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
-        record_id = await _claim(uow, op, caller.customer_id, key, req_hash)
-        if record_id is None:
+        if not await _claim(uow, op, caller.customer_id, key, req_hash):
             replayed = await _replay(uow, op, caller.customer_id, key, req_hash, store)
             if replayed is None:
                 raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
@@ -336,7 +355,15 @@ async def _invoke_keyed(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
         if store:
-            response = result.model_dump(mode="json") if isinstance(result, BaseModel) else {}
-            await _STORE_RESPONSE.rows(uow.session, {"record_id": record_id, "response": response})
-        await uow.commit()
+            # dumped once, straight to JSON text (pydantic-core; was a dict, then json.dumps)
+            response = result.model_dump_json() if isinstance(result, BaseModel) else "{}"
+            record = {
+                "record_customer": caller.customer_id,
+                "record_operation": op.name,
+                "record_key": key,
+                "response": response,
+            }
+            await uow.commit_with(_STORE_RESPONSE, record)
+        else:
+            await uow.commit()
         return result

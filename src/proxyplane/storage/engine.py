@@ -13,7 +13,8 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from proxyplane.core.call import CallContext
-from proxyplane.storage import sqlite_driver
+from proxyplane.storage import sqlite_driver, transaction
+from proxyplane.storage.driver import DriverStatement
 
 
 class Database:
@@ -104,6 +105,9 @@ def _sqlite_setup(engine: AsyncEngine) -> None:
             conn.exec_driver_sql("BEGIN")
 
 
+_OPTIONS = {write: {"pp_write": write} for write in (False, True)}  # the connection's execution options
+
+
 class UnitOfWork:
     """One transaction per adapter call. Services use `uow.session` and never commit.
     Leaving without commit() rolls back (close() ends the transaction); loaded objects stay readable."""
@@ -138,7 +142,7 @@ class UnitOfWork:
         try:
             self._session = self.db.sessions()
             self.call.attach(self._session)
-            await self._session.connection(execution_options={"pp_write": self.write})
+            await transaction.open_connection(self._session, _OPTIONS[self.write])
         except BaseException:
             self._release()
             raise
@@ -150,7 +154,22 @@ class UnitOfWork:
             lock.release()
 
     async def commit(self) -> None:
-        await self.session.commit()
+        # PostgreSQL: COMMIT on the driver connection (pending ORM changes flushed first); the session's
+        # own commit (several greenlet switches) where that does not apply (storage/transaction.py)
+        if not await transaction.commit(self.session):
+            await self.session.commit()
+        self._committed()
+
+    async def commit_with(self, stmt: DriverStatement, params: dict[str, Any]) -> None:
+        """Run `stmt` as the transaction's last statement, then commit: one round trip on PostgreSQL when
+        the transaction was begun by storage/transaction.begin_with, else the statement and commit()."""
+        if not await transaction.commit_with(self.session, stmt, params):
+            await stmt.rows(self.session, params)
+            await self.commit()
+            return
+        self._committed()
+
+    def _committed(self) -> None:
         callbacks, self._after_commit = self._after_commit, []
         for cb in callbacks:
             cb()
