@@ -1,6 +1,7 @@
 """What an order needs to know before it writes, read in ONE statement: the customer's partner
 discount, the price book's stored overrides, the balance-low threshold, whether the customer has an
-enabled webhook endpoint and whether the calling API key has a spending cap."""
+enabled webhook endpoint, whether the calling API key has a spending cap and the wallet balance (a
+snapshot: it only chooses the order's path, the debit itself stays a guarded UPDATE)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.pricing import PriceBook
 from proxyplane.domains.pricing.store import book_with, overrides_of
 from proxyplane.storage.driver import DriverStatement
-from proxyplane.storage.models import Customer, NotificationSettings, WebhookEndpoint
+from proxyplane.storage.models import Customer, NotificationSettings, Wallet, WebhookEndpoint
 from proxyplane.storage.models.spending import ApiKeySpending
 
 
@@ -27,6 +28,7 @@ class OrderContext:
     balance_low_threshold_cents: int | None
     has_webhooks: bool
     capped_key: bool
+    balance_cents: int
 
 
 _STATEMENTS: dict[tuple[str, bool], DriverStatement] = {}
@@ -45,10 +47,16 @@ def _statement(product_kind: str, with_key: bool) -> DriverStatement:
             .scalar_subquery()
         )
         hooks = exists().where(WebhookEndpoint.customer_id == customer, WebhookEndpoint.enabled.is_(True))
+        balance = select(Wallet.balance_cents).where(Wallet.customer_id == customer).scalar_subquery()
         capped = exists().where(ApiKeySpending.key_id == bindparam("key_id")) if with_key else false()
         stmt = _STATEMENTS[(product_kind, with_key)] = DriverStatement(
             select(
-                Customer.partner_discount_percent, overrides_of(product_kind), threshold, hooks, capped
+                Customer.partner_discount_percent,
+                overrides_of(product_kind),
+                threshold,
+                hooks,
+                capped,
+                balance,
             ).where(Customer.id == customer)
         )
     return stmt
@@ -63,7 +71,7 @@ async def load(
     rows = await _statement(product_kind, key_id is not None).rows(session, params)
     if not rows:
         raise Unauthorized("unknown customer")
-    partner, overrides, low, has_hooks, is_capped = rows[0]
+    partner, overrides, low, has_hooks, is_capped, balance = rows[0]
     if isinstance(overrides, str):  # SQLite returns the JSON text (asyncpg's codec already decoded it)
         overrides = json.loads(overrides)
     return OrderContext(
@@ -72,4 +80,5 @@ async def load(
         balance_low_threshold_cents=low,
         has_webhooks=bool(has_hooks),
         capped_key=bool(is_capped),
+        balance_cents=int(balance or 0),
     )

@@ -53,7 +53,7 @@ _INSERT_SERVICE_PG = DriverStatement(
 )
 
 
-def _fill_defaults(svc: Service) -> dict[str, Any]:
+def fill_defaults(svc: Service) -> dict[str, Any]:
     """Every column's value (the model's Python-side defaults where the object has none, else NULL, as
     the ORM's flush would), set on the object too so the result reads them."""
     state = svc.__dict__
@@ -72,7 +72,7 @@ async def insert_service(
     session: AsyncSession, svc: Service, whitelist: Sequence[str], postgres: bool
 ) -> None:
     """The service row and its whitelist; sets `svc.number`. `svc` stays out of the session."""
-    values = _fill_defaults(svc)
+    values = fill_defaults(svc)
     now = utcnow()
     if postgres:
         values["wl_now"], values["wl_ips"] = now, list(whitelist)

@@ -27,7 +27,7 @@ from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.orders import context as order_context
-from proxyplane.domains.orders import rows
+from proxyplane.domains.orders import paid_in_full, rows
 from proxyplane.domains.orders.quoting import Priced as Priced
 from proxyplane.domains.orders.quoting import SegmentError as SegmentError
 from proxyplane.domains.orders.quoting import check_whitelist as check_whitelist
@@ -46,6 +46,7 @@ from proxyplane.domains.stock.countries import COUNTRIES
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Deposit, Service, Wallet
+from proxyplane.storage.models.prefixes import IPV6_KIND
 
 PLACE_SAVEPOINT = "order_place"
 # built once: statement objects reused on every order skip their construction and cache-key work
@@ -206,16 +207,26 @@ async def place_order(
     lines = [(line.country, line.count) for line in quote.lines]
     total = quote.total_cents
     included = ctx.book.included_connections_per_ip
+    password = services.new_password()  # kept in plain for the response: no decrypt of what was encrypted
+    taken: wallet.Withdrawal | None = None
+    ips: list[Allocated] | None = None
     if postgres:
         await _SAVEPOINT.rows(session)
-    taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
-    password = (
-        services.new_password()
-    )  # kept in plain for the response: no decrypt of what was just encrypted
-    svc = _new_service(box, customer_id, quote, geo_source, included, password)
-    _settle(svc, taken.cents if taken else 0)
-    await rows.insert_service(session, svc, wl, postgres)
-    ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
+        if use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND:
+            # paid in full as the context read saw the balance: one statement (orders/paid_in_full.py)
+            svc = _new_service(box, customer_id, quote, geo_source, included, password)
+            _settle(svc, total)
+            placed = await paid_in_full.place(session, svc, wl, total, geo_source, lines)
+            if placed is None:  # a concurrent debit came first: nothing written, back to the general path
+                await _ROLLBACK_TO_SAVEPOINT.rows(session)
+            else:
+                taken, ips = wallet.Withdrawal(total, placed[0]), placed[1]
+    if ips is None:
+        taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
+        svc = _new_service(box, customer_id, quote, geo_source, included, password)
+        _settle(svc, taken.cents if taken else 0)
+        await rows.insert_service(session, svc, wl, postgres)
+        ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
     missing = alloc.shortfall(lines, ips)
     if missing and postgres:
         # rows with room held by concurrent orders (or no stock): start again from the savepoint, this

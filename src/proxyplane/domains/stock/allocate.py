@@ -42,11 +42,11 @@ class Allocated:
     country: str
 
 
-def _country_column(geo_source: str) -> str:
+def country_column(geo_source: str) -> str:
     return "country_ripe" if geo_source == "ripe" else "country_maxmind"
 
 
-def _pick_sql(
+def pick_sql(
     segments: Sequence[tuple[str, int]], col: str, postgres: bool, wait: bool, exclude: bool
 ) -> tuple[str, dict[str, Any]]:
     """One `SELECT id FROM (... LIMIT n) UNION ALL ...` over the segments; its parameters."""
@@ -91,8 +91,8 @@ async def take(
         from proxyplane.domains.stock import subnets
 
         return await subnets.take(session, service_id, geo_source, wanted, postgres=postgres, now=now)
-    col = _country_column(geo_source)
-    picks, params = _pick_sql(wanted, col, postgres, wait, bool(exclude))
+    col = country_column(geo_source)
+    picks, params = pick_sql(wanted, col, postgres, wait, bool(exclude))
     now = now or utcnow()
     params["kind"] = product_kind
     update = (
