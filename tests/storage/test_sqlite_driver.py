@@ -67,10 +67,16 @@ class _Ticker:
         self._task.cancel()
 
 
-async def test_a_writing_unit_of_work_hops_to_the_thread_for_begin_and_commit_only(db: Database) -> None:
+async def test_a_writing_unit_of_work_hops_to_the_thread_for_its_commit_only(db: Database) -> None:
+    async with db.unit_of_work() as uow:
+        first = await _adapter(uow)
+        await uow.commit()
+    jobs = _jobs(first)
     async with db.unit_of_work() as uow:
         adapted = await _adapter(uow)
-        before = _jobs(adapted)  # BEGIN IMMEDIATE ran already
+        assert adapted is first  # the pooled connection again
+        before = _jobs(adapted)
+        assert before == jobs  # BEGIN IMMEDIATE got the lock at once, on the loop (and no pool reset)
         for v in range(10):
             assert await _INSERT.scalar(uow.session, {"v": v}) is not None
             await uow.session.execute(text("UPDATE t SET v = v + 100 WHERE v = :v"), {"v": v})
@@ -85,14 +91,20 @@ async def test_a_writing_unit_of_work_hops_to_the_thread_for_begin_and_commit_on
 async def test_a_reader_takes_its_snapshot_on_the_thread_then_reads_on_the_loop(db: Database) -> None:
     async with db.unit_of_work(write=False) as uow:
         adapted = await _adapter(uow)
-        before = _jobs(adapted)
+        before = _jobs(adapted)  # BEGIN (deferred) ran on the loop
         await uow.session.execute(text("SELECT count(*) FROM t"))  # the first read: on the thread
         assert _jobs(adapted) == before + 1
         for _ in range(5):
             await uow.session.execute(text("SELECT count(*) FROM t"))
         assert _jobs(adapted) == before + 1
+    assert _jobs(adapted) == before + 1  # its end (the pool's rollback) on the loop
+    async with db.unit_of_work(write=False) as uow:
+        assert await _adapter(uow) is adapted
+        await uow.session.execute(text("SELECT count(*) FROM t"))
         await uow.session.execute(text("INSERT INTO t (v) VALUES (7)"))  # a write may wait: the thread
-        assert _jobs(adapted) == before + 2
+        assert _jobs(adapted) == before + 3
+        await uow.commit()  # it wrote: its COMMIT on the thread
+        assert _jobs(adapted) == before + 4
 
 
 async def test_waiting_for_another_writer_does_not_block_the_loop(db: Database, tmp_path: Path) -> None:

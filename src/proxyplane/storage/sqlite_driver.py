@@ -19,9 +19,13 @@ statement runs synchronously on the calling (loop) thread when all of these hold
   PARAMS_ON_LOOP parameters, or a statement text that once took more than SLOW_SECONDS on the loop goes to
   the thread, whose sqlite3 calls release the GIL so the loop serves other requests meanwhile.
 
-Everything else (BEGIN, which may wait on the busy timeout; COMMIT, which may run a WAL checkpoint;
-statements outside a transaction; the first statement of a reader) is one job on the thread: execute and
-fetch together, one hop instead of four. A ROLLBACK with no transaction open is skipped.
+`BEGIN IMMEDIATE` is tried on the loop with a zero busy timeout (this process's writers queue on the unit
+of work's lock, so it nearly always gets the lock at once); when another connection holds the lock, nothing
+began and it runs again on the thread with the connection's full busy timeout: a lock wait never blocks the
+loop. A deferred BEGIN (touches no file) and a reader's COMMIT / ROLLBACK (release its snapshot) run on
+the loop, a writer's ROLLBACK too (it writes nothing). A writer's COMMIT (it may run a WAL checkpoint and
+its fsyncs), a reader's first statement and its writes, and statements outside a transaction are one job
+on the thread each: execute and fetch together, one hop instead of four. Per order: one thread job.
 """
 
 from __future__ import annotations
@@ -91,16 +95,21 @@ def _is_select(sql: str) -> bool:
 class Connection(AsyncAdapt_aiosqlite_connection):
     """SQLAlchemy's aiosqlite adapter with the loop-thread path (see the module docstring)."""
 
-    __slots__ = ("_jobs", "_raw", "_write_locked", "_snapshot", "_deferred")
+    __slots__ = ("_jobs", "_raw", "_write_locked", "_deferred", "_snapshot", "_wrote", "_busy_ms")
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
         self._jobs = _CountingQueue(connection._tx)
         connection._tx = self._jobs
         self._raw: sqlite3.Connection = connection._conn
-        self._write_locked = False  # BEGIN IMMEDIATE / EXCLUSIVE succeeded
-        self._deferred = False  # a deferred BEGIN ran, its snapshot not yet taken
-        self._snapshot = False  # a deferred transaction's first statement ran
+        self._busy_ms: int | None = None  # the connection's busy timeout, read on first use
+        self._ended()
+
+    def _ended(self) -> None:
+        self._write_locked = False  # BEGIN IMMEDIATE / EXCLUSIVE succeeded: the write lock is held
+        self._deferred = False  # a deferred BEGIN ran
+        self._snapshot = False  # ... and then a statement that reads a table (its WAL snapshot taken)
+        self._wrote = False  # ... and a statement other than a SELECT (it may hold the write lock)
 
     def cursor(self, server_side: bool = False) -> Any:
         if server_side:
@@ -109,12 +118,14 @@ class Connection(AsyncAdapt_aiosqlite_connection):
 
     def on_loop(self, sql: str, params: Any, many: bool) -> bool:
         """True when this statement may run synchronously on the calling thread."""
-        if not self._raw.in_transaction:
-            self._write_locked = self._snapshot = self._deferred = False
+        if not self._jobs.idle():
             return False
+        if not self._raw.in_transaction:
+            self._ended()
+            return _begin_mode(sql) == "DEFERRED"  # touches no file: it cannot wait
         if not (self._write_locked or (self._snapshot and _is_select(sql))):
             return False
-        if not self._jobs.idle() or sql in _SlowStatements.texts:
+        if sql in _SlowStatements.texts:
             return False
         if many:
             return len(params) <= MANY_ON_LOOP
@@ -124,47 +135,115 @@ class Connection(AsyncAdapt_aiosqlite_connection):
         """Execute on the calling thread; the rows (None for a statement without a result)."""
         start = time.thread_time()  # CPU of this thread: a preempted statement is not a slow one
         try:
-            return _execute(cursor, sql, params, many)
+            rows = _execute(cursor, sql, params, many)
         finally:
             _SlowStatements.note(sql, time.thread_time() - start)
+        self._ran(sql)
+        return rows
+
+    def begin_on_loop(self, cursor: Any, sql: str) -> bool:
+        """BEGIN IMMEDIATE / EXCLUSIVE tried on the calling thread with a zero busy timeout: True when it
+        got the write lock at once (the common case: this process's writers queue on the unit of work's
+        lock); False when another connection holds it (nothing began: the caller waits on the thread)."""
+        if self._raw.in_transaction or not self._jobs.idle():
+            return False
+        if self._busy_ms is None:
+            self._busy_ms = int(self._raw.execute("PRAGMA busy_timeout").fetchone()[0])
+        self._raw.execute("PRAGMA busy_timeout = 0")
+        try:
+            cursor.execute(sql)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or self._raw.in_transaction:
+                raise
+            return False
+        finally:
+            self._raw.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        self._ran(sql)
+        return True
 
     async def run_on_thread(self, cursor: Any, sql: str, params: Any, many: bool) -> list[Any] | None:
         """Execute and fetch as ONE job on the connection's thread."""
-        head = sql.lstrip()[:16].upper()
         rows = await self._connection._execute(_execute, cursor, sql, params, many)
-        if head.startswith(("BEGIN IMMEDIATE", "BEGIN EXCLUSIVE")):
-            self._write_locked, self._deferred, self._snapshot = True, False, False
-        elif head.startswith("BEGIN"):
-            self._write_locked, self._deferred, self._snapshot = False, True, False
-        elif self._deferred and self._raw.in_transaction and not head.startswith(_NO_SNAPSHOT):
-            self._deferred, self._snapshot = False, True
+        self._ran(sql)
         return rows
+
+    def _ran(self, sql: str) -> None:
+        """The transaction's state after `sql` succeeded."""
+        head = _head(sql)
+        if head == "BEGIN":
+            self._ended()
+            self._write_locked = _begin_mode(sql) != "DEFERRED"
+            self._deferred = not self._write_locked
+        elif self._deferred and self._raw.in_transaction and head not in _NO_SNAPSHOT:
+            self._snapshot = True
+            self._wrote = self._wrote or head != "SELECT"
+
+    def go(self, cursor: Any, sql: str, params: Any, many: bool) -> Any:
+        """The synchronous part of one statement: its rows (or None) when it ran here, else the awaitable
+        that runs it on the thread."""
+        if self.on_loop(sql, params, many):
+            return _Done(self.run(cursor, sql, params, many))
+        if not many and _head(sql) == "BEGIN" and self.begin_on_loop(cursor, sql):
+            return _Done(None)
+        return self._on_thread(cursor, sql, params, many)
+
+    async def _on_thread(self, cursor: Any, sql: str, params: Any, many: bool) -> list[Any] | None:
+        async with self._execute_mutex:
+            return await self.run_on_thread(cursor, sql, params, many)
 
     async def execute_rows(self, sql: str, params: Any, many: bool) -> list[Any]:
         """For storage/driver.py: one statement, its rows ([] without a result); the same rules."""
         cursor = self._raw.cursor()
         try:
-            if self.on_loop(sql, params, many):
-                rows = self.run(cursor, sql, params, many)
-            else:
-                async with self._execute_mutex:
-                    rows = await self.run_on_thread(cursor, sql, params, many)
+            step = self.go(cursor, sql, params, many)
+            rows = step.rows if type(step) is _Done else await step
             return rows or []
         finally:
             cursor.close()
+
+    def _quiet(self) -> bool:
+        """The transaction holds no write lock and the thread is idle: ending it cannot wait or write."""
+        return not self._write_locked and not self._wrote and self._jobs.idle()
 
     def rollback(self) -> None:
         if not self._connection._connection:
             return
         if not self._raw.in_transaction:  # nothing to roll back (the pool's reset after a commit)
-            self._write_locked = self._snapshot = self._deferred = False
+            self._ended()
             return
-        super().rollback()
-        self._write_locked = self._snapshot = self._deferred = False
+        if self._write_locked and self._jobs.idle():  # a ROLLBACK never waits and writes nothing
+            self._raw.rollback()
+        elif self._quiet():
+            self._raw.rollback()
+        else:
+            super().rollback()
+        self._ended()
 
     def commit(self) -> None:
-        super().commit()
-        self._write_locked = self._snapshot = self._deferred = False
+        if self._connection._connection and self._quiet():  # a reader's COMMIT only releases its snapshot
+            self._raw.commit()
+        else:
+            super().commit()  # a writer's COMMIT may run a WAL checkpoint: on the thread
+        self._ended()
+
+
+class _Done:
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[Any] | None) -> None:
+        self.rows = rows
+
+
+def _head(sql: str) -> str:
+    return sql.lstrip()[:9].split(None, 1)[0].upper() if sql.strip() else ""
+
+
+def _begin_mode(sql: str) -> str:
+    """DEFERRED, IMMEDIATE or EXCLUSIVE for a BEGIN statement, "" for any other."""
+    words = sql.upper().split()
+    if not words or words[0] != "BEGIN":
+        return ""
+    return words[1] if len(words) > 1 and words[1] in ("IMMEDIATE", "EXCLUSIVE") else "DEFERRED"
 
 
 def _execute(cursor: sqlite3.Cursor, sql: str, params: Any, many: bool) -> list[Any] | None:
@@ -175,8 +254,8 @@ def _execute(cursor: sqlite3.Cursor, sql: str, params: Any, many: bool) -> list[
     return cursor.fetchall() if cursor.description else None
 
 
-async def _inline(fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(*args)
+async def _inline(value: Any) -> Any:
+    return value
 
 
 class Cursor(AsyncAdapt_aiosqlite_cursor):
@@ -200,22 +279,14 @@ class Cursor(AsyncAdapt_aiosqlite_cursor):
         self._go(operation, seq_of_parameters, many=True)
 
     def _go(self, sql: str, params: Any, many: bool) -> None:
-        conn = self._adapt_connection
         try:
-            if conn.on_loop(sql, params, many):
-                # run inside an awaitable that never suspends: SQLAlchemy's AsyncConnection.execute
-                # requires its greenlet to have awaited (two greenlet switches, no loop iteration)
-                rows = await_(_inline(conn.run, self._cursor, sql, params, many))
-            else:
-                rows = await_(self._on_thread(sql, params, many))
+            step = self._adapt_connection.go(self._cursor, sql, params, many)
+            # a statement run here is still awaited once (a coroutine that never suspends: two greenlet
+            # switches, no loop iteration): SQLAlchemy's AsyncConnection.execute requires an await
+            rows = await_(_inline(step.rows) if type(step) is _Done else step)
         except Exception as error:
-            conn._handle_exception(error)
+            self._adapt_connection._handle_exception(error)
         self._rows = collections.deque(rows) if rows is not None else collections.deque()
-
-    async def _on_thread(self, sql: str, params: Any, many: bool) -> list[Any] | None:
-        conn = self._adapt_connection
-        async with conn._execute_mutex:
-            return await conn.run_on_thread(self._cursor, sql, params, many)
 
 
 class DBAPI(AsyncAdapt_aiosqlite_dbapi):
