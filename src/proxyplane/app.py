@@ -16,6 +16,7 @@ from proxyplane.adapters.checkout.pages import checkout_router
 from proxyplane.adapters.legacy import legacy_router
 from proxyplane.adapters.mcp.server import mount_mcp
 from proxyplane.adapters.oauth.routes import install_oauth
+from proxyplane.adapters.rest import route_table
 from proxyplane.adapters.rest.app import API_PREFIX, DESCRIPTION, TITLE, VERSION, install_rest
 from proxyplane.adapters.web import install_dashboard
 from proxyplane.observability.http import install as install_observability
@@ -41,6 +42,9 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
         docs_url=None,  # served from the package, offline: adapters/rest/docs.py
         redoc_url=None,
         lifespan=lifespan,
+        # no OpenTelemetry here (Prometheus metrics and our own logs: observability/): FastAPI's native
+        # telemetry would otherwise ask three global providers on every request (issue 15: HTTP CPU)
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.platform = platform
     install_observability(app, platform)  # request ids, HTTP metrics, /metrics /livez /readyz (issue 17)
@@ -50,4 +54,5 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     install_dashboard(app)  # the customer dashboard at /
     install_oauth(app, platform)  # OAuth 2.1 for MCP: metadata, authorize, token, revoke (issue 21.2)
     mcp = mount_mcp(app, platform)  # /api/v1/mcp; its session manager runs in the lifespan above
+    route_table.install(app.router)  # (method, path) looked up before the linear walk (issue 15)
     return app

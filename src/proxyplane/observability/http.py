@@ -27,7 +27,7 @@ from starlette.routing import Route
 from proxyplane.platform import Platform
 
 from . import health
-from .logs import REQUEST_ID
+from .logs import PLAIN, REQUEST_ID
 from .metrics import HTTP_REQUESTS, HTTP_SECONDS
 from .settings import ObservabilitySettings
 
@@ -94,23 +94,46 @@ class RequestMiddleware:
         finally:
             seconds = time.perf_counter() - start
             route, method = route_of(scope), scope.get("method", "")
-            HTTP_REQUESTS.labels(method, route, str(status)).inc()
-            HTTP_SECONDS.labels(method, route).observe(seconds)
-            shown = route if route != "unmatched" else scope.get("path", "")
-            access_log.info(
-                "%s %s %s %.1fms",
-                method,
-                shown,
-                status,
-                seconds * 1000,
-                extra={
-                    "method": method,
-                    "route": shown,
-                    "status": status,
-                    "duration_ms": round(seconds * 1000, 1),
-                },
-            )
+            request_done(method, route, status, seconds)
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.handle(access_record(method, route, scope.get("path", ""), status, seconds))
             REQUEST_ID.reset(token)
+
+
+_SERIES: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+
+def request_done(method: str, route: str, status: int, seconds: float) -> None:
+    """One count and one latency; the labelled series looked up once per (method, route, status): the
+    labels are bounded (route templates, "unmatched"), so is this dict."""
+    series = _SERIES.get((method, route, status))
+    if series is None:
+        series = HTTP_REQUESTS.labels(method, route, str(status)), HTTP_SECONDS.labels(method, route)
+        _SERIES[(method, route, status)] = series
+    series[0].inc()
+    series[1].observe(seconds)
+
+
+def access_record(method: str, route: str, path: str, status: int, seconds: float) -> logging.LogRecord:
+    """The access line's record, built directly (no walk up the stack for the caller's file and line,
+    which no formatter shows). A matched route's line holds only a route template, a method, a status
+    and a duration: nothing to redact (logs.PLAIN); an unmatched one shows the raw path, redacted."""
+    shown = route if route != "unmatched" else path
+    milliseconds = seconds * 1000
+    record = access_log.makeRecord(
+        access_log.name,
+        logging.INFO,
+        __file__,
+        0,
+        "%s %s %s %.1fms",
+        (method, shown, status, milliseconds),
+        None,
+        "RequestMiddleware",
+        {"method": method, "route": shown, "status": status, "duration_ms": round(milliseconds, 1)},
+    )
+    if route != "unmatched":
+        setattr(record, PLAIN, True)
+    return record
 
 
 def health_routes(platform: Platform) -> list[Route]:

@@ -12,9 +12,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute, serialize_response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from proxyplane.adapters.rest.fast import FastOperation
 from proxyplane.adapters.rest.openapi import error_responses, link_responses, optional_security
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
@@ -31,8 +33,21 @@ def client_ip(request: Request) -> str:
 
 async def caller_for(platform: Platform, op: Operation, request: Request, channel: str = "rest") -> Caller:
     """Build the Caller: REST and MCP share authenticate(); an invalid key is 401 even where optional."""
-    ip = client_ip(request)
-    header = request.headers.get("authorization", "")
+    headers = request.headers
+    return await caller_of(
+        platform,
+        op,
+        client_ip(request),
+        headers.get("authorization", ""),
+        headers.get("user-agent", ""),
+        channel,
+    )
+
+
+async def caller_of(
+    platform: Platform, op: Operation, ip: str, header: str, user_agent: str, channel: str = "rest"
+) -> Caller:
+    """`caller_for` from the request's client address and its Authorization and User-Agent values."""
     if op.auth == Auth.NONE or (op.auth == Auth.OPTIONAL and not header):
         return Caller.anonymous(ip, channel)
     scheme, _, token = header.partition(" ")
@@ -47,8 +62,20 @@ async def caller_for(platform: Platform, op: Operation, request: Request, channe
         scopes=principal.scopes,
         client_ip=ip,
         channel=channel,
-        user_agent=request.headers.get("user-agent", ""),
+        user_agent=user_agent,
     )
+
+
+async def _scope_caller(platform: Platform, op: Operation, scope: Any) -> Caller:
+    """`caller_for` straight from the ASGI scope (fast.py): the same values a Request would give."""
+    header = agent = ""
+    for name, value in scope["headers"]:  # Starlette's Headers.get: the first of a repeated header
+        if name == b"authorization" and not header:
+            header = value.decode("latin-1")
+        elif name == b"user-agent" and not agent:
+            agent = value.decode("latin-1")
+    client = scope.get("client")
+    return await caller_of(platform, op, client[0] if client else "", header, agent)
 
 
 def _sub_model(op: Operation, names: list[str], suffix: str, forbid: bool) -> type[BaseModel]:
@@ -87,11 +114,13 @@ def add_operation(router: APIRouter, op: Operation) -> None:
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[ann, Path()])
         )
     as_query = op.method in ("GET", "DELETE")
+    body_model: Any = None
     if rest:
         if path_names or op.input is None:
             model = _sub_model(op, rest, "Query" if as_query else "Body", forbid=not as_query)
         else:
             model = op.input
+        body_model = None if as_query else model
         marker = Query() if as_query else Body()
         params.append(
             inspect.Parameter("payload", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[model, marker])
@@ -113,22 +142,7 @@ def add_operation(router: APIRouter, op: Operation) -> None:
                 data = op.input.model_validate(values)
             except ValidationError as exc:
                 raise RequestValidationError(exc.errors(include_url=False)) from None
-        result = await invoke(platform, op, caller, data)
-        if op.output is None:
-            return Response(status_code=op.status_code)
-        if "binary" in op.extra:  # (base64 field, media type field, filename field): serve raw bytes
-            data_field, type_field, name_field = op.extra["binary"]
-            return Response(
-                base64.b64decode(getattr(result, data_field)),
-                media_type=getattr(result, type_field),
-                headers={"Content-Disposition": f'inline; filename="{getattr(result, name_field)}"'},
-            )
-        if type(result) is op.output:
-            # serialized once, here: FastAPI would validate the instance again before the same dump
-            return Response(
-                result.model_dump_json(by_alias=True), status_code=op.status_code, media_type=JSON
-            )
-        return result
+        return _response(op, await invoke(platform, op, caller, data))
 
     endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     endpoint.__name__ = op.name
@@ -149,6 +163,39 @@ def add_operation(router: APIRouter, op: Operation) -> None:
         openapi_extra=optional_security(op),
         **{"response_model": op.output, **extra},
     )
+    route = router.routes[-1]
+    assert isinstance(route, APIRoute) and route.endpoint is endpoint
+
+    async def run(scope: Any, data: BaseModel | None) -> Response:
+        platform: Platform = scope["app"].state.platform
+        caller = await _scope_caller(platform, op, scope)
+        result = _response(op, await invoke(platform, op, caller, data))
+        if isinstance(result, Response):
+            return result
+        content = await serialize_response(
+            field=route.response_field, response_content=result, dump_json=True
+        )
+        return Response(content, status_code=op.status_code, media_type=JSON)  # as FastAPI's handler does
+
+    route.app = FastOperation(op, route.app, run, has_path=bool(path_names), body_model=body_model)
+
+
+def _response(op: Operation, result: Any) -> Any:
+    """The endpoint's answer: no content, raw bytes, the output model serialized once; anything else
+    is left to FastAPI's response model (serialize_response)."""
+    if op.output is None:
+        return Response(status_code=op.status_code)
+    if "binary" in op.extra:  # (base64 field, media type field, filename field): serve raw bytes
+        data_field, type_field, name_field = op.extra["binary"]
+        return Response(
+            base64.b64decode(getattr(result, data_field)),
+            media_type=getattr(result, type_field),
+            headers={"Content-Disposition": f'inline; filename="{getattr(result, name_field)}"'},
+        )
+    if type(result) is op.output:
+        # serialized once, here: FastAPI would validate the instance again before the same dump
+        return Response(result.model_dump_json(by_alias=True), status_code=op.status_code, media_type=JSON)
+    return result
 
 
 def _description(op: Operation) -> str:

@@ -1,0 +1,129 @@
+"""The short way through an operation route (issue 15: the HTTP layer's CPU per request).
+
+FastAPI's request handler does, per request, the same generic work for every route: a Request object,
+two AsyncExitStacks, the body read through it, dependency solving (the bearer dependency, every
+parameter), the input model validated as a field, then the endpoint. For the common shapes of a
+registry route this module does the same thing directly, as a pure ASGI app in front of FastAPI's:
+
+- no path parameter, and either a JSON body that IS the operation's input model, or a GET/DELETE with no
+  query string (the input model's defaults, or no input at all);
+- the body is parsed with `json.loads` and validated with the model in Python mode, exactly what FastAPI
+  does with it (`ModelField.validate`).
+
+Anything else goes to FastAPI's handler unchanged: a path parameter, a query string, a missing or
+non-JSON content type, an empty body, a body that does not parse or validate (FastAPI then produces the
+exact 422: the body read here is replayed to it). Nothing has run before the fallback (no key check, no
+invoke), so no answer can differ but by the work saved. Errors raised by the key check or the operation
+reach the app's exception handlers as from the endpoint (the same handlers, the same bodies)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from proxyplane.ops import Operation
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Respond = Callable[[Scope, Any], Awaitable[Any]]
+
+_JSON_TYPES = (b"application/json",)
+
+
+def _content_type_is_json(value: bytes) -> bool:
+    """`application/json` (parameters allowed) or `application/<x>+json`: what FastAPI parses as JSON."""
+    main = value.split(b";", 1)[0].strip().lower()
+    return main in _JSON_TYPES or (main.startswith(b"application/") and main.endswith(b"+json"))
+
+
+class FastOperation:
+    """Pure ASGI: the operation route's own app; `fallback` is FastAPI's handler of the same route.
+    `run(scope, data)` checks the key, invokes the operation and returns the response (routes.py)."""
+
+    def __init__(self, op: Operation, fallback: ASGIApp, run: Respond, *, has_path: bool, body_model: Any):
+        self.op = op
+        self.fallback = fallback
+        self.run = run
+        self.as_query = op.method in ("GET", "DELETE")
+        # the body's model when it is the input model itself (else FastAPI's handler: a sub-model)
+        self.body_model: type[BaseModel] | None = body_model if body_model is op.input else None
+        self.usable = not has_path and (self.as_query or self.body_model is not None or op.input is None)
+        self.enabled = self.usable  # (bench/http_cpu.py --ab turns it off to compare)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.enabled:
+            await self.fallback(scope, receive, send)
+            return
+        if self.as_query or self.body_model is None:
+            await self._without_body(scope, receive, send)
+        else:
+            await self._with_body(scope, receive, send)
+
+    async def _without_body(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("query_string"):
+            await self.fallback(scope, receive, send)
+            return
+        data: BaseModel | None = None
+        if self.op.input is not None:
+            try:
+                data = self.op.input.model_validate({})
+            except ValidationError:
+                await self.fallback(scope, receive, send)
+                return
+        response = await self.run(scope, data)
+        await response(scope, receive, send)
+
+    async def _with_body(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.body_model is not None
+        content_type = b""
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                content_type = value
+                break
+        if not _content_type_is_json(content_type):
+            await self.fallback(scope, receive, send)
+            return
+        body, messages = await _read_body(receive)
+        data: BaseModel | None = None
+        if body:
+            try:
+                data = self.body_model.model_validate(json.loads(body))
+            except (ValueError, ValidationError):  # JSONDecodeError, UnicodeDecodeError: FastAPI's answer
+                data = None
+        if data is None:
+            await self.fallback(scope, _replay(messages, receive), send)
+            return
+        response = await self.run(scope, data)
+        await response(scope, receive, send)
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, list[Message]]:
+    """The whole request body, and the messages it came in (to replay them to FastAPI's handler)."""
+    messages: list[Message] = []
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":  # a disconnect: FastAPI's handler sees it too
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay
