@@ -31,17 +31,19 @@ async def service_event(session: AsyncSession, svc: Service, event_type: str, **
 def order_items(svc: Service, amount_due_cents: int) -> list[tuple[str, dict[str, Any]]]:
     """The events of a placed order, in order: order.created always; when nothing is left to pay, also
     order.paid and service.activated."""
-    data = service_data(
-        svc,
-        total_cents=svc.period_price_cents,
-        wallet_paid_cents=svc.wallet_paid_cents,
-        amount_due_cents=amount_due_cents,
-    )
+    base = service_data(svc)  # each event's own dict (and segments list), as service_data per event
+    data = {
+        **base,
+        "total_cents": svc.period_price_cents,
+        "wallet_paid_cents": svc.wallet_paid_cents,
+        "amount_due_cents": amount_due_cents,
+    }
     items = [("order.created", data)]
     if amount_due_cents == 0:
+        paid = {**base, "segments": list(base["segments"]), "total_cents": svc.period_price_cents}
         items += [
-            ("order.paid", service_data(svc, total_cents=svc.period_price_cents)),
-            ("service.activated", service_data(svc)),
+            ("order.paid", paid),
+            ("service.activated", {**base, "segments": list(base["segments"])}),
         ]
     return items
 

@@ -113,24 +113,41 @@ def _out_of_stock(
 def _new_service(
     box: SecretBox, customer_id: int, quote: Quote, geo_source: str, included: int, password: str
 ) -> Service:
-    return Service(
+    """The order's service row as a transient Service (never added to the session: rows.py writes it),
+    every column given, set in its __dict__ as the ORM's loading does (no per-attribute events)."""
+    now = utcnow()
+    svc = _NEW_SERVICE()
+    svc.__dict__.update(
         service_id=uuid.uuid4(),
         customer_id=customer_id,
         product_kind=quote.product_kind,
+        product_id=None,
         status="pending",
         period_months=quote.period_months,
         geo_source=geo_source,
         segments=[{"country": line.country, "count": line.count} for line in quote.lines],
         parameters={},
+        purchase_key=None,
+        started_at=None,
+        current_period_start=None,
+        current_period_end=None,
         auto_renew=False,
         renewal_price_cents=quote.monthly_cents,
         period_price_cents=quote.total_cents,
         wallet_paid_cents=0,
         amount_due_cents=0,
+        deposit_id=None,
         login=services.new_login(),
         password_enc=box.encrypt(password),
         max_connections=included * quote.ip_count,
+        cancelled_at=None,
+        created_at=now,
+        updated_at=now,
     )
+    return svc
+
+
+_NEW_SERVICE = Service.__mapper__.class_manager.new_instance  # an instance with its state, no __init__
 
 
 def _settle(svc: Service, paid: int) -> None:

@@ -54,9 +54,16 @@ def new_login() -> str:
     return "pp" + secrets.token_hex(5)
 
 
+_ALPHABET = string.ascii_letters + string.digits  # 62 characters
+
+
 def new_password(length: int = 16) -> str:
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(length))
+    """`length` characters drawn uniformly from letters and digits: random bytes below 248 (4 x 62) taken
+    modulo 62, the others dropped (one token_bytes call, not one secrets.choice per character)."""
+    out: list[str] = []
+    while len(out) < length:
+        out += [_ALPHABET[b % 62] for b in secrets.token_bytes(2 * length) if b < 248]
+    return "".join(out[:length])
 
 
 def effective_status(service: Service, now: datetime | None = None) -> str:
