@@ -81,7 +81,7 @@ async def timed(db: Database, repeat: int, call: Callable[[], Awaitable[Any]]) -
     return f"p50 {statistics.median(times):6.2f} ms (min {min(times):5.2f}; CPU {cpu / repeat:5.2f} ms/call)"
 
 
-async def grow_stock(db: Database, upto: int, have: int) -> None:
+async def grow_stock(db: Database, upto: int, have: int, fold: Callable[[Database], Any] | None) -> None:
     """Add datacenter IPs (capacity 5) until `upto` are in stock, in one block per country (as an import
     of a range per country lays them out); a third carry allocations (assigned_count 1-5, a tenth of those
     full); DE is sold out but for 3 IPs."""
@@ -111,6 +111,8 @@ async def grow_stock(db: Database, upto: int, have: int) -> None:
                 await uow.session.execute(insert(StockIp), rows[i : i + 20_000])
         await uow.commit()
     await settle(db, "stock_ips")
+    if fold is not None:  # as the job worker would have within a second (jobs/stock_free_fold.py)
+        await fold(db)
 
 
 async def settle(db: Database, table: str) -> None:
@@ -145,6 +147,11 @@ async def grow_ledger(db: Database, customer_id: int, upto: int, have: int) -> N
 async def main() -> None:
     import proxyplane.operations  # noqa: F401  (registers every operation)
     from proxyplane.domains.orders.ops import AutoPlanIn, CountriesQuery, QuoteIn
+
+    try:  # the maintained free counts (issue 15, engineer O); absent before them
+        from proxyplane.jobs.stock_free_fold import fold_free_counts
+    except ImportError:
+        fold_free_counts = None  # type: ignore[assignment]
     from proxyplane.ops import REGISTRY, Caller, invoke
 
     parser = argparse.ArgumentParser()
@@ -196,7 +203,7 @@ async def main() -> None:
 
         have = 0
         for size in (int(s) for s in args.stock.split(",")):
-            await grow_stock(db, size, have)
+            await grow_stock(db, size, have, fold_free_counts)
             have = size
             free = {c.code: c.available_ips for c in (await countries()).countries}
             out = await quote(("US", "DE"))()

@@ -20,6 +20,7 @@ from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
 from proxyplane.jobs.idempotency_prune import prune_idempotency
 from proxyplane.jobs.oauth_prune import prune_oauth
 from proxyplane.jobs.renewal_pass import run_pass
+from proxyplane.jobs.stock_free_fold import fold_free_counts
 from proxyplane.observability import metrics
 from proxyplane.platform import Platform
 
@@ -40,6 +41,7 @@ async def run_once(
         platform.emit(ENTITLEMENTS_CHANGED, service_id)
     await prune_idempotency(platform.db)  # by the real clock, not `now`: retention of replay records
     await prune_oauth(platform.db)  # spent OAuth requests and tokens, by the real clock too
+    await fold_free_counts(platform.db)  # the stock's free-count deltas, one row per key (issue 15)
     return report
 
 

@@ -9,19 +9,20 @@ from collections.abc import AsyncIterator
 
 from proxyplane.core.settings import Settings
 from proxyplane.jobs.change_notifier import notifier_task
+from proxyplane.jobs.stock_free_fold import fold_task
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
 
 
 @contextlib.asynccontextmanager
 async def worker_task(platform: Platform) -> AsyncIterator[WebhookWorker]:
-    """An app lifespan part: runs the webhook worker and the change notifier (PostgreSQL) in the
-    background until shutdown."""
+    """An app lifespan part: runs the webhook worker, the change notifier (PostgreSQL) and the stock
+    free-count fold in the background until shutdown."""
     worker = WebhookWorker(platform)
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run_forever(stop), name="webhook-worker")
     try:
-        async with notifier_task(platform.db):
+        async with notifier_task(platform.db), fold_task(platform.db):
             yield worker
     finally:
         stop.set()
@@ -45,7 +46,7 @@ async def run_worker(settings: Settings) -> None:
             loop.add_signal_handler(sig, stop.set)
     worker = WebhookWorker(platform)
     try:
-        async with notifier_task(platform.db):
+        async with notifier_task(platform.db), fold_task(platform.db):
             await worker.run_forever(stop)
     finally:
         await worker.close()

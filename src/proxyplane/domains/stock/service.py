@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, literal, select, text, union_all, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -25,6 +25,7 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.stock import subnets
 from proxyplane.domains.stock.allocate import SAVEPOINT, Allocated, shortfall, take, take_waiting
 from proxyplane.domains.stock.countries import normalize_country
+from proxyplane.domains.stock.free_counts import free_counts
 from proxyplane.storage.models import ServiceIp, StockIp
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
@@ -63,41 +64,20 @@ async def availability(
     countries: Collection[str] | Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """{country: IPs that can take one more service} for a pool, by a geo source (only `countries`,
-    when given).
+    when given; countries without one left out).
 
-    `countries` as {country: needed}: each count is capped at `needed` (at least 1), one statement of
-    per-country `count` over a LIMIT subquery on the allocation index: what a quote needs ("are there
-    `needed`?", and the exact shortfall when not) costs O(needed), not O(the country's stock). Allocation
+    The maintained free counts (domains/stock/free_counts.py: trigger-written deltas, exact at the
+    reader's snapshot): one grouped sum over a few rows per country, O(1) in the stock's size.
+    `countries` as {country: needed} (a quote): each count capped at `needed` (at least 1), so a quote
+    shows the count when the segment can be fulfilled and the exact free number when not. Allocation
     stays the authority at order time (allocate never oversells, whatever a quote saw). IPv6: free
     subnets of the prefixes on sale (domains/stock/subnets.py)."""
     if product_kind == IPV6_KIND:
         return await subnets.availability(session, geo_source, countries)
-    col = _country_col(geo_source)
-    free = (
-        StockIp.product_kind == product_kind,
-        StockIp.retired_at.is_(None),
-        StockIp.assigned_count < StockIp.capacity,
-    )
+    counts = await free_counts(session, product_kind, geo_source, countries)
     if isinstance(countries, Mapping):
-        if not countries:
-            return {}
-        parts = [
-            select(literal(country).label("country"), func.count().label("n")).select_from(
-                select(StockIp.id)
-                .where(*free, col == country)
-                .order_by(StockIp.assigned_count, StockIp.id)  # the allocation index's order: walk it
-                .limit(max(1, int(needed)))
-                .subquery()
-            )
-            for country, needed in sorted(countries.items())
-        ]
-        capped = (await session.execute(union_all(*parts) if len(parts) > 1 else parts[0])).all()
-        return {country: int(n) for country, n in capped if n}
-    q = select(col, func.count()).where(*free)
-    if countries is not None:
-        q = q.where(col.in_(sorted(set(countries))))
-    rows = await session.execute(q.group_by(col))
-    return {country: int(n) for country, n in rows.all()}
+        return {c: min(n, max(1, int(countries[c]))) for c, n in counts.items()}
+    return counts
 
 
 async def has_stock(session: AsyncSession) -> bool:
