@@ -67,7 +67,7 @@ class _Ticker:
         self._task.cancel()
 
 
-async def test_a_writing_unit_of_work_hops_to_the_thread_for_its_commit_only(db: Database) -> None:
+async def test_a_writing_unit_of_work_runs_on_the_loop_from_begin_to_commit(db: Database) -> None:
     async with db.unit_of_work() as uow:
         first = await _adapter(uow)
         await uow.commit()
@@ -83,7 +83,7 @@ async def test_a_writing_unit_of_work_hops_to_the_thread_for_its_commit_only(db:
         assert (await uow.session.execute(text("SELECT count(*) FROM t"))).scalar() == 10
         assert _jobs(adapted) == before  # 21 statements, none on the thread
         await uow.commit()
-        assert _jobs(adapted) == before + 1  # COMMIT
+        assert _jobs(adapted) == before  # COMMIT: WAL mode, synchronous NORMAL, its checkpoints elsewhere
     async with db.unit_of_work(write=False) as uow:
         assert (await uow.session.execute(text("SELECT sum(v) FROM t"))).scalar() == sum(range(100, 110))
 
@@ -170,3 +170,29 @@ async def test_concurrent_writers_on_one_loop_keep_every_increment(db: Database)
     await asyncio.gather(*(bump() for _ in range(10)))
     async with db.unit_of_work(write=False) as uow:
         assert (await uow.session.execute(text("SELECT v FROM t WHERE id = 1"))).scalar() == 50
+
+
+async def test_checkpoints_run_on_the_thread_and_big_commits_too(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_driver, "CHECKPOINT_EVERY", 3)
+    monkeypatch.setattr(sqlite_driver._Checkpoints, "commits", 0)
+    for v in range(3):
+        async with db.unit_of_work() as uow:
+            adapted = await _adapter(uow)
+            before = _jobs(adapted)
+            await _INSERT.scalar(uow.session, {"v": v})
+            await uow.commit()
+    assert _jobs(adapted) == before + 1  # the third commit: a PASSIVE checkpoint on the thread
+    assert sqlite_driver._Checkpoints.commits == 0
+    async with db.unit_of_work() as uow:
+        adapted = await _adapter(uow)
+        wal = await uow.session.execute(text("PRAGMA wal_autocheckpoint"))
+        assert wal.scalar() == 0  # SQLite's own checkpoint (inside COMMIT) is off on this connection
+        rows = [{"v": v} for v in range(100, 100 + sqlite_driver.COMMIT_ON_LOOP_CHANGES + 1)]
+        await DriverStatement(text("INSERT INTO t (v) VALUES (:v)")).many(uow.session, rows)
+        before = _jobs(adapted)
+        await uow.commit()
+        assert _jobs(adapted) == before + 1  # more rows changed than COMMIT_ON_LOOP_CHANGES: on the thread
+    async with db.unit_of_work(write=False) as uow:
+        assert (await uow.session.execute(text("SELECT count(*) FROM t"))).scalar() == 3 + len(rows)

@@ -23,9 +23,13 @@ statement runs synchronously on the calling (loop) thread when all of these hold
 of work's lock, so it nearly always gets the lock at once); when another connection holds the lock, nothing
 began and it runs again on the thread with the connection's full busy timeout: a lock wait never blocks the
 loop. A deferred BEGIN (touches no file) and a reader's COMMIT / ROLLBACK (release its snapshot) run on
-the loop, a writer's ROLLBACK too (it writes nothing). A writer's COMMIT (it may run a WAL checkpoint and
-its fsyncs), a reader's first statement and its writes, and statements outside a transaction are one job
-on the thread each: execute and fetch together, one hop instead of four. Per order: one thread job.
+the loop, a writer's ROLLBACK too (it writes nothing). A writer's COMMIT runs on the loop when it cannot
+stall it: WAL mode with synchronous NORMAL (a commit appends its pages to the WAL, no fsync), at most
+COMMIT_ON_LOOP_CHANGES rows changed, and this connection's automatic checkpoint turned off: a PASSIVE
+checkpoint (page copies and fsyncs) runs on the thread every CHECKPOINT_EVERY writing commits instead.
+A bigger COMMIT, a reader's first statement and its writes, and statements outside a transaction are one
+job on the thread each: execute and fetch together, one hop instead of four. An order makes no thread job
+(one in CHECKPOINT_EVERY makes the checkpoint), a read request one (its snapshot).
 """
 
 from __future__ import annotations
@@ -41,12 +45,14 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_cursor,
     AsyncAdapt_aiosqlite_dbapi,
 )
-from sqlalchemy.util.concurrency import await_
+from sqlalchemy.util.concurrency import await_, in_greenlet
 
 MANY_ON_LOOP = 32  # executemany row sets run on the loop at most
 PARAMS_ON_LOOP = 256  # parameters of one statement run on the loop at most
 SLOW_SECONDS = 0.002  # a statement text using more CPU than this on the loop goes to the thread from then on
 _SLOW_MAX = 1000  # remembered slow statement texts (cleared when full)
+COMMIT_ON_LOOP_CHANGES = 2000  # rows a transaction committed on the loop may have changed
+CHECKPOINT_EVERY = 64  # writing commits between two checkpoints (on the thread); ~10 WAL pages per order
 
 
 class _CountingQueue:
@@ -74,6 +80,14 @@ class _CountingQueue:
         return self.finished == self.put
 
 
+class _Checkpoints:
+    commits = 0  # writing commits of this process since its last checkpoint
+
+
+def _checkpoint(raw: sqlite3.Connection) -> list[Any]:
+    return raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
 class _SlowStatements:
     texts: set[str] = set()
 
@@ -95,7 +109,17 @@ def _is_select(sql: str) -> bool:
 class Connection(AsyncAdapt_aiosqlite_connection):
     """SQLAlchemy's aiosqlite adapter with the loop-thread path (see the module docstring)."""
 
-    __slots__ = ("_jobs", "_raw", "_write_locked", "_deferred", "_snapshot", "_wrote", "_busy_ms")
+    __slots__ = (
+        "_jobs",
+        "_raw",
+        "_write_locked",
+        "_deferred",
+        "_snapshot",
+        "_wrote",
+        "_busy_ms",
+        "_commit_on_loop",
+        "_changes",
+    )
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
@@ -103,6 +127,8 @@ class Connection(AsyncAdapt_aiosqlite_connection):
         connection._tx = self._jobs
         self._raw: sqlite3.Connection = connection._conn
         self._busy_ms: int | None = None  # the connection's busy timeout, read on first use
+        self._commit_on_loop: bool | None = None  # see _small_commit, decided on the first writing commit
+        self._changes = 0  # sqlite3's total_changes when the transaction began
         self._ended()
 
     def _ended(self) -> None:
@@ -174,6 +200,7 @@ class Connection(AsyncAdapt_aiosqlite_connection):
             self._ended()
             self._write_locked = _begin_mode(sql) != "DEFERRED"
             self._deferred = not self._write_locked
+            self._changes = self._raw.total_changes
         elif self._deferred and self._raw.in_transaction and head not in _NO_SNAPSHOT:
             self._snapshot = True
             self._wrote = self._wrote or head != "SELECT"
@@ -220,11 +247,43 @@ class Connection(AsyncAdapt_aiosqlite_connection):
         self._ended()
 
     def commit(self) -> None:
-        if self._connection._connection and self._quiet():  # a reader's COMMIT only releases its snapshot
+        if not self._connection._connection:
+            super().commit()
+        elif self._quiet():  # a reader's COMMIT only releases its snapshot
             self._raw.commit()
+        elif self._write_locked and self._jobs.idle() and self._small_commit():
+            self._raw.commit()  # appends its pages to the WAL: no fsync, no checkpoint (see _small_commit)
+            self._committed_write()
         else:
-            super().commit()  # a writer's COMMIT may run a WAL checkpoint: on the thread
+            super().commit()
+            self._committed_write()
         self._ended()
+
+    def _small_commit(self) -> bool:
+        """A writer's COMMIT may run on the loop: the database is in WAL mode with synchronous NORMAL or
+        OFF (a commit appends to the WAL without an fsync), this connection's automatic checkpoint is off
+        (checkpoints run on the thread, see _committed_write), and the transaction changed at most
+        COMMIT_ON_LOOP_CHANGES rows (a bigger one may leave many dirty pages to write)."""
+        if self._commit_on_loop is None:
+            mode = str(self._raw.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            sync = int(self._raw.execute("PRAGMA synchronous").fetchone()[0])
+            self._commit_on_loop = mode == "wal" and sync <= 1
+            if self._commit_on_loop:
+                self._raw.execute("PRAGMA wal_autocheckpoint = 0").fetchall()
+        return self._commit_on_loop and self._raw.total_changes - self._changes <= COMMIT_ON_LOOP_CHANGES
+
+    def _committed_write(self) -> None:
+        """Every CHECKPOINT_EVERY writing commits of this process, a PASSIVE checkpoint on the thread (it
+        copies WAL pages into the database and fsyncs; it never waits on a lock)."""
+        if self._commit_on_loop is None:
+            return  # this connection kept SQLite's automatic checkpoint
+        _Checkpoints.commits += 1
+        if _Checkpoints.commits >= CHECKPOINT_EVERY and in_greenlet():
+            _Checkpoints.commits = 0
+            try:
+                await_(self._connection._execute(_checkpoint, self._raw))
+            except sqlite3.OperationalError:
+                pass  # the next one retries
 
 
 class _Done:
