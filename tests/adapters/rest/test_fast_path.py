@@ -119,3 +119,23 @@ async def test_fast_path_answers_as_fastapi(app: Any, http: httpx.AsyncClient, a
     for method, path, kw, status in cases:
         r = await _both_ways(app, http, method, path, **kw)
         assert r.status_code == status, (method, path, kw, r.text)
+
+
+async def test_every_fast_route_refuses_as_fastapi(app: Any, http: httpx.AsyncClient) -> None:
+    """Every registry route the fast path serves: a body that is no input model (a JSON array, a string,
+    broken JSON) and, for a key-only read, no key: the same answer both ways."""
+    from proxyplane.ops import Auth
+
+    routes = [f for f in _fast_routes(app) if f.usable]
+    assert len(routes) > 20
+    for f in routes:
+        path = "/api/v1" + f.op.path
+        if f.body_model is not None:
+            for body in (b"[]", b'"x"', b"{", b"null"):
+                r = await _both_ways(
+                    app, http, f.op.method, path, content=body, headers={"content-type": "application/json"}
+                )
+                assert r.status_code == 422, (path, body, r.text)
+        elif f.op.auth == Auth.KEY:
+            r = await _both_ways(app, http, f.op.method, path)
+            assert r.status_code == 401, (path, r.text)
