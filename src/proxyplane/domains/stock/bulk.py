@@ -214,6 +214,17 @@ UPDATE stock_ips SET product_kind = product_kind
 WHERE id = (SELECT max(id) FROM stock_ips WHERE product_kind = :pool)
 """
 
+# SQLite: the free-count trigger of stock_ips (migration 0021o) writes one delta row per inserted IP; an
+# import pauses it like the log trigger and adds the new rows' counts in one statement (ids above `top`,
+# the largest id before the import: one writer, so every row above it is this import's)
+FREE_TRIGGER = "pp_stock_free_insert"
+FREE_ONCE = """
+INSERT INTO stock_free (product_kind, country_maxmind, country_ripe, free)
+SELECT product_kind, country_maxmind, country_ripe, count(*) FROM stock_ips
+WHERE id > :top AND retired_at IS NULL AND assigned_count < capacity
+GROUP BY product_kind, country_maxmind, country_ripe
+"""
+
 
 async def import_rows(
     session: AsyncSession,
@@ -243,6 +254,11 @@ async def import_rows(
     statements, added, skipped = 2, 0, 0
     log_trigger = None if postgres else await _pause_log_trigger(conn)
     statements += 0 if log_trigger is None else 3  # read, drop and re-create it
+    free_trigger = None if postgres else await _pause_log_trigger(conn, FREE_TRIGGER)
+    top = 0
+    if free_trigger is not None:  # the new rows' free counts are added once, after the last chunk
+        top = int((await conn.exec_driver_sql("SELECT coalesce(max(id), 0) FROM stock_ips")).scalar() or 0)
+        statements += 5  # read, drop, the top id, re-create, the counts
     seen: set[str] = set()
     for chunk, consumed in _chunks(rows, seen):
         skipped += consumed - len(chunk)  # repeated in the input
@@ -262,6 +278,9 @@ async def import_rows(
             progress(consumed)
     # on an error the caller's rollback drops the table (and restores the trigger) with everything else
     await conn.exec_driver_sql(f"DROP TABLE {STAGING}")
+    if free_trigger is not None:
+        await conn.exec_driver_sql(free_trigger)
+        await conn.execute(text(FREE_ONCE), {"top": top})
     if log_trigger is not None:
         await conn.exec_driver_sql(log_trigger)
         if added:
@@ -270,18 +289,18 @@ async def import_rows(
     return ImportResult(added=added, skipped=skipped, statements=statements + 1)
 
 
-async def _pause_log_trigger(conn: AsyncConnection) -> str | None:
-    """SQLite: drop the change log's row-level INSERT trigger of stock_ips for this transaction and return
-    its SQL to re-create it (None when there is none). It logs the same pool key once per inserted row,
+async def _pause_log_trigger(conn: AsyncConnection, name: str = LOG_TRIGGER) -> str | None:
+    """SQLite: drop a row-level INSERT trigger of stock_ips (the change log's unless `name` says another)
+    for this transaction and return its SQL to re-create it (None when there is none). It logs the same pool key once per inserted row,
     which would double the cost of an import; the import logs its pool once at the end instead (LOG_ONCE).
     Safe because SQLite has one writer and DDL is transactional: no other connection writes while the
     trigger is away, and a rollback restores it."""
     found = (
         await conn.exec_driver_sql(
-            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (LOG_TRIGGER,)
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)
         )
     ).scalar()
     if not found:
         return None
-    await conn.exec_driver_sql(f"DROP TRIGGER {LOG_TRIGGER}")
+    await conn.exec_driver_sql(f"DROP TRIGGER {name}")
     return str(found)
