@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import event, select, update
+from sqlalchemy import bindparam, event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -82,6 +82,23 @@ async def revoke_key(session: AsyncSession, customer_id: int, key_id: uuid.UUID)
     return key
 
 
+# built once (a cache miss runs it: once per key and CACHE_SECONDS, or for every unknown key)
+_KEY_BY_DIGEST = (
+    select(
+        ApiKey.id,
+        ApiKey.customer_id,
+        ApiKey.scopes,
+        ApiKey.revoked_at,
+        ApiKey.last_used_at,
+        ApiKey.last_used_ip,
+        ApiKey.confirm_spending,
+        Customer.status,
+    )
+    .join(Customer, Customer.id == ApiKey.customer_id)
+    .where(ApiKey.key_hash == bindparam("digest"))
+)
+
+
 async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal | None:
     """The one key check shared by REST and MCP. Returns None for an unknown, revoked key or a
     disabled account. A valid key is remembered for CACHE_SECONDS (see cache.py for the bound); a miss
@@ -96,22 +113,7 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
         return principal
     generation = cache.generation
     async with db.unit_of_work(write=False) as uow:
-        row = (
-            await uow.session.execute(
-                select(
-                    ApiKey.id,
-                    ApiKey.customer_id,
-                    ApiKey.scopes,
-                    ApiKey.revoked_at,
-                    ApiKey.last_used_at,
-                    ApiKey.last_used_ip,
-                    ApiKey.confirm_spending,
-                    Customer.status,
-                )
-                .join(Customer, Customer.id == ApiKey.customer_id)
-                .where(ApiKey.key_hash == digest)
-            )
-        ).first()
+        row = (await uow.session.execute(_KEY_BY_DIGEST, {"digest": digest})).first()
     if row is None:
         return None
     key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, confirm, status = row
