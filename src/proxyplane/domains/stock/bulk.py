@@ -291,8 +291,9 @@ async def import_rows(
 
 async def _pause_log_trigger(conn: AsyncConnection, name: str = LOG_TRIGGER) -> str | None:
     """SQLite: drop a row-level INSERT trigger of stock_ips (the change log's unless `name` says another)
-    for this transaction and return its SQL to re-create it (None when there is none). It logs the same pool key once per inserted row,
-    which would double the cost of an import; the import logs its pool once at the end instead (LOG_ONCE).
+    for this transaction and return its SQL to re-create it (None when there is none). The log's trigger
+    logs the same pool key once per inserted row, which would double the cost of an import; the import
+    logs its pool once at the end instead (LOG_ONCE); the free-count one: FREE_ONCE.
     Safe because SQLite has one writer and DDL is transactional: no other connection writes while the
     trigger is away, and a rollback restores it."""
     found = (
