@@ -21,7 +21,7 @@ ORDER = "/api/v1/billing/composite/order"
 MAX_STATEMENTS = 15  # the bound
 # what an order runs now (whole request; the key checked within the last 2 s is not read again and its
 # last use within 5 s not written): may only go down. PostgreSQL's BEGIN/COMMIT are not cursor statements.
-NOW = {"sqlite": 13, "postgresql": 6}
+NOW = {"sqlite": 13, "postgresql": 5}
 
 
 @contextmanager

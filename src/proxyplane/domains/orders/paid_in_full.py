@@ -16,15 +16,21 @@ back to its savepoint in both cases and continues on the general path (orders.pl
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
+from proxyplane.core.product_names import humanize
+from proxyplane.domains.events import services as service_events
+from proxyplane.domains.invoices.service import quote_invoice_lines
 from proxyplane.domains.orders.rows import fill_defaults
+from proxyplane.domains.pricing import Quote
 from proxyplane.domains.stock.allocate import Allocated, country_column, pick_sql
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Service
@@ -34,7 +40,7 @@ _COLUMNS = [c for c in _SERVICES.columns if c.key != "number"]
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
 
-def _sql(picks: str, col: str) -> str:
+def _sql(picks: str, col: str, record: bool) -> str:
     values = ", ".join(f"CAST(:{c.key} AS {c.type.compile(dialect=_PG)})" for c in _COLUMNS)
     return (
         "WITH w AS (UPDATE wallets SET balance_cents = balance_cents - CAST(:total AS BIGINT)"
@@ -51,24 +57,97 @@ def _sql(picks: str, col: str) -> str:
         " added AS (INSERT INTO service_ips (service_id, ip_id, address, port, country, allocated_at)"
         " SELECT CAST(:service_id AS UUID), id, address, port, country, CAST(:now AS TIMESTAMPTZ)"
         " FROM picked ORDER BY id)"
+        f"{_RECORD if record else ''}"
         " SELECT s.number, w.balance_cents, p.id, p.address, p.port, p.country"
         " FROM s CROSS JOIN w LEFT JOIN picked AS p ON TRUE ORDER BY p.id"
     )
 
 
-_STATEMENTS: dict[tuple[str, int], DriverStatement] = {}
+# with `record`: the invoice (paid from the wallet), its lines, the ledger entry (balance after from `w`) and
+# the events, whose JSON texts carry placeholders for the service number and the balance after (known only
+# inside the statement); wallet.balance_low only when the debit crossed the threshold (`low`)
+_RECORD = (
+    ", inv AS (INSERT INTO invoices (customer_id, service_id, kind, description, status, total_cents,"
+    " refunded_cents, payment_method, deposit_id, created_at, paid_at, billing_company, billing_address,"
+    " billing_vat_id)"
+    " SELECT CAST(:customer_id AS INTEGER), CAST(:service_id AS UUID), 'order',"
+    " left(CAST(:i_head AS VARCHAR) || s.number || CAST(:i_tail AS VARCHAR), 500), 'paid',"
+    " CAST(:i_total AS BIGINT), 0, 'wallet', NULL, CAST(:now AS TIMESTAMPTZ), CAST(:now AS TIMESTAMPTZ),"
+    " COALESCE(b.company, ''), COALESCE(b.address, ''), COALESCE(b.vat_id, '')"
+    " FROM s LEFT JOIN customer_billing_details AS b ON b.customer_id = CAST(:customer_id AS INTEGER)"
+    " RETURNING id),"
+    " items AS (INSERT INTO invoice_items (invoice_id, description, quantity, unit_price_cents, amount_cents)"
+    " SELECT inv.id, l.d, l.q, l.u, l.a FROM inv, unnest(CAST(:l_desc AS VARCHAR[]),"
+    " CAST(:l_qty AS INTEGER[]), CAST(:l_unit AS BIGINT[]), CAST(:l_amount AS BIGINT[]))"
+    " WITH ORDINALITY AS l(d, q, u, a, n) ORDER BY l.n),"
+    " entry AS (INSERT INTO ledger_entries (customer_id, amount_cents, balance_after_cents, kind,"
+    " description, service_id, invoice_id, deposit_id, created_at)"
+    " SELECT CAST(:customer_id AS INTEGER), -CAST(:total AS BIGINT), w.balance_cents, 'purchase',"
+    " left(CAST(:e_head AS VARCHAR) || s.number || CAST(:e_tail AS VARCHAR), 500), CAST(:service_id AS UUID),"
+    " CAST(inv.id AS VARCHAR), NULL, CAST(:e_now AS TIMESTAMPTZ) FROM inv, w, s),"
+    " ev AS (INSERT INTO events (id, customer_id, type, data, created_at)"
+    " SELECT e.i, CAST(:customer_id AS INTEGER), e.t,"
+    " CAST(replace(replace(e.d, CAST(:ph_number AS TEXT), CAST(s.number AS TEXT)),"
+    " CAST(:ph_balance AS TEXT), CAST(w.balance_cents AS TEXT)) AS JSON), e.c"
+    " FROM s, w, unnest(CAST(:ev_id AS UUID[]), CAST(:ev_type AS VARCHAR[]), CAST(:ev_data AS TEXT[]),"
+    " CAST(:ev_at AS TIMESTAMPTZ[]), CAST(:ev_low AS BOOLEAN[])) WITH ORDINALITY AS e(i, t, d, c, low, n)"
+    " WHERE NOT e.low OR (w.balance_cents + CAST(:total AS BIGINT) >= CAST(:low AS BIGINT)"
+    " AND CAST(:low AS BIGINT) > w.balance_cents)"
+    " ORDER BY e.n)"
+)
+NUMBER = "\x00number\x00"  # placeholders in event data (json.dumps writes them as "\u0000...\u0000")
+BALANCE = "\x00balance\x00"
+_PH_NUMBER, _PH_BALANCE = json.dumps(NUMBER), json.dumps(BALANCE)
+
+_STATEMENTS: dict[tuple[str, int, bool], DriverStatement] = {}
 
 
-def _statement(picks: str, col: str, segments: int) -> DriverStatement:
-    """Built once per shape: the geo source's column and the segment count (the picks' SQL depends on
-    nothing else; its values are parameters)."""
-    stmt = _STATEMENTS.get((col, segments))
+def _statement(picks: str, col: str, segments: int, record: bool) -> DriverStatement:
+    """Built once per shape: the geo source's column, the segment count (the picks' SQL depends on
+    nothing else; its values are parameters) and whether the records are written too."""
+    stmt = _STATEMENTS.get((col, segments, record))
     if stmt is None:
         if len(_STATEMENTS) > 2000:  # bounded anyway
             _STATEMENTS.clear()
-        bound = text(_sql(picks, col)).bindparams(*[bindparam(c.key, type_=c.type) for c in _COLUMNS])
-        stmt = _STATEMENTS[(col, segments)] = DriverStatement(bound)
+        bound = text(_sql(picks, col, record)).bindparams(*[bindparam(c.key, type_=c.type) for c in _COLUMNS])
+        stmt = _STATEMENTS[(col, segments, record)] = DriverStatement(bound)
     return stmt
+
+
+def _record_params(svc: Service, quote: Quote, low: int | None) -> dict[str, Any]:
+    """The records' parameters: texts split around the service number, the events' JSON with
+    placeholders (the number is set to NUMBER while they are built)."""
+    lines = quote_invoice_lines(quote)
+    tail = f": {quote.ip_count} {quote.product_kind} IPs, {quote.period_months} month(s)"
+    svc.__dict__["number"] = NUMBER
+    try:
+        items = service_events.order_items(svc, 0)
+    finally:
+        del svc.__dict__["number"]
+    events: list[tuple[str, dict[str, Any], bool]] = []
+    if low is not None:
+        events.append(("wallet.balance_low", {"balance_cents": BALANCE, "threshold_cents": low}, True))
+    events += [(kind, data, False) for kind, data in items]
+    return {
+        "i_head": "Order #",
+        "i_tail": humanize(tail),  # humanize(head + number + tail): the number holds no kind id
+        "i_total": sum(line.amount_cents for line in lines),
+        "l_desc": [line.description[:300] for line in lines],
+        "l_qty": [line.quantity for line in lines],
+        "l_unit": [line.unit_price_cents for line in lines],
+        "l_amount": [line.amount_cents for line in lines],
+        "e_head": "Order #",
+        "e_tail": tail,
+        "e_now": utcnow(),
+        "ph_number": _PH_NUMBER,
+        "ph_balance": _PH_BALANCE,
+        "ev_id": [uuid.uuid4() for _ in events],
+        "ev_type": [kind for kind, _, _ in events],
+        "ev_data": [json.dumps(data) for _, data, _ in events],
+        "ev_at": [utcnow() for _ in events],
+        "ev_low": [is_low for _, _, is_low in events],
+        "low": low,
+    }
 
 
 async def place(
@@ -78,15 +157,20 @@ async def place(
     total_cents: int,
     geo_source: str,
     segments: Sequence[tuple[str, int]],
+    record: tuple[Quote, int | None] | None = None,
 ) -> tuple[int, list[Allocated]] | None:
     """Debit `total_cents`, write `svc` (settled as paid in full; sets its number) with its whitelist and
-    take the IPs of `segments`. Returns (balance after, the IPs in id order, possibly short), or None
-    when the balance was short (nothing written)."""
+    take the IPs of `segments`; with `record` (the quote, the balance-low threshold) also the invoice, its
+    lines, the ledger entry and the events (a customer without webhook endpoints, a key without caps).
+    Returns (balance after, the IPs in id order, possibly short), or None when the balance was short
+    (nothing written)."""
     col = country_column(geo_source)
     wanted = [(c, n) for c, n in segments if n > 0]
     if not wanted:  # nothing to take: the general path (never reached by a validated order)
         return None
     picks, params = pick_sql(wanted, col, postgres=True, wait=False, exclude=False)
+    if record is not None:
+        params |= _record_params(svc, record[0], record[1])
     params |= fill_defaults(svc)
     params |= {
         "kind": svc.product_kind,
@@ -94,7 +178,7 @@ async def place(
         "wl_ips": list(whitelist),
         "now": utcnow(),
     }
-    found = await _statement(picks, col, len(wanted)).rows(session, params)
+    found = await _statement(picks, col, len(wanted), record is not None).rows(session, params)
     if not found:
         return None
     svc.number = int(found[0][0])

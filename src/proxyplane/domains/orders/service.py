@@ -227,17 +227,30 @@ async def place_order(
     password = services.new_password()  # kept in plain for the response: no decrypt of what was encrypted
     taken: wallet.Withdrawal | None = None
     ips: list[Allocated] | None = None
+    recorded = False  # the invoice, ledger entry and events already written (paid_in_full)
     if postgres:
         await _SAVEPOINT.rows(session)
         if use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND:
             # paid in full as the context read saw the balance: one statement (orders/paid_in_full.py)
             svc = _new_service(box, customer_id, quote, geo_source, included, password)
             _settle(svc, total)
-            placed = await paid_in_full.place(session, svc, wl, total, geo_source, lines)
+            # the invoice, ledger entry and events in the same statement when nothing else is to be done
+            # for them (deliveries to queue, a key's spending cap to count)
+            with_records = not ctx.has_webhooks and not ctx.capped_key
+            placed = await paid_in_full.place(
+                session,
+                svc,
+                wl,
+                total,
+                geo_source,
+                lines,
+                record=(quote, ctx.balance_low_threshold_cents) if with_records else None,
+            )
             if placed is None:  # a concurrent debit came first: nothing written, back to the general path
                 await _ROLLBACK_TO_SAVEPOINT.rows(session)
             else:
                 taken, ips = wallet.Withdrawal(total, placed[0]), placed[1]
+                recorded = with_records and not alloc.shortfall(lines, ips)
     if ips is None:
         taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
@@ -290,7 +303,10 @@ async def place_order(
         )
         svc.deposit_id = deposit.id
         await rows.update_service(session, svc, "deposit_id")
-    await _record(session, ctx, svc, quote, taken, due, payment_method, postgres)
+    if recorded:
+        call_context(session).debited_cents += total  # the price guard's count, as record_withdrawal's
+    else:
+        await _record(session, ctx, svc, quote, taken, due, payment_method, postgres)
     availability = {country: count for country, count in lines}  # the order took them all
     priced = Priced(quote, (), availability, included)
     return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)
