@@ -5,6 +5,7 @@ them one statement each. Checked on both: the values, their links and the balanc
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from proxyplane.core.product_names import humanize
+from proxyplane.domains.wallet import service as wallet
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Event, LedgerEntry, Wallet
 from proxyplane.storage.models.billing import Invoice, InvoiceItem
@@ -111,3 +113,32 @@ async def test_invoice_ledger_and_events_of_a_paid_order(
     ]
     # the first order crossed nothing: one balance-low event in all
     assert sum(e.type == "wallet.balance_low" for e in events) == 1
+
+
+async def test_two_orders_racing_for_one_balance(client: httpx.AsyncClient, platform: Platform) -> None:
+    """Both orders see a balance for one (PostgreSQL: the paid-in-full statement of the later one finds
+    it gone and the order continues on the general path): one is paid from the wallet, the other takes
+    what is left and waits for its checkout; never a negative balance, the ledger sums to it."""
+    await fresh_stock(platform, "proxy_isp", "IS", 4)
+    account = await make_account(platform)
+    await account.credit(1_000_000)
+    key = await account.key()
+    total = (await _order(client, key))["total_cents"]
+    async with platform.db.unit_of_work() as uow:  # leave one and a half orders' worth
+        await wallet.debit(
+            uow.session, account.customer_id, 1_000_000 - total - (total + total // 2), "purchase", "t"
+        )
+        await uow.commit()
+    outs = await asyncio.gather(_order(client, key), _order(client, key))
+    due = sorted(o["amount_due_cents"] for o in outs)
+    assert due == [0, total - total // 2], outs
+    assert sorted(o["service"]["status"] for o in outs) == ["active", "pending"]
+    async with platform.db.unit_of_work() as uow:
+        s = uow.session
+        ledger_sum = await s.scalar(
+            select(func.sum(LedgerEntry.amount_cents)).where(LedgerEntry.customer_id == account.customer_id)
+        )
+        balance = await s.scalar(
+            select(Wallet.balance_cents).where(Wallet.customer_id == account.customer_id)
+        )
+    assert ledger_sum == balance == 0
