@@ -275,7 +275,7 @@ async def invoke(
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
-        await uow.commit()
+        await uow.commit(final=True)  # nothing runs in the unit of work after it
     return result
 
 
@@ -363,7 +363,7 @@ async def _invoke_keyed(
                 "record_key": key,
                 "response": response,
             }
-            await uow.commit_with(_STORE_RESPONSE, record)
+            await uow.commit_with(_STORE_RESPONSE, record, final=True)
         else:
-            await uow.commit()
+            await uow.commit(final=True)
         return result

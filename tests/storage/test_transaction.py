@@ -1,7 +1,7 @@
 """storage/transaction.py (issue 15): the unit of work's BEGIN sent with its first statement and its COMMIT
 with its last (PostgreSQL: one simple query each, values as literals), the COMMIT on the driver connection
-with pending ORM changes flushed, and everything rolled back on an error. On SQLite the same calls fall
-back to the prepared statements and Session.commit: the results are the same on both engines."""
+(SQLite: invoke's final one) with pending ORM changes flushed, and everything rolled back on an error. On
+SQLite begin_with/commit_with fall back to the prepared statements: the results are the same."""
 
 from __future__ import annotations
 
@@ -89,6 +89,7 @@ async def test_an_error_after_begin_with_rolls_everything_back(platform: Platfor
 
 
 async def test_commit_flushes_pending_orm_changes(platform: Platform) -> None:
+    """A final commit (invoke's) goes to the driver on both engines: the ORM change is flushed first."""
     account = await make_account(platform)
     key = f"orm-{uuid.uuid4().hex}"
     async with platform.db.unit_of_work() as uow:
@@ -97,7 +98,7 @@ async def test_commit_flushes_pending_orm_changes(platform: Platform) -> None:
         customer = await uow.session.get(Customer, account.customer_id)
         assert customer is not None
         customer.name = "renamed in the same unit of work"  # pending: flushed by the commit
-        await uow.commit_with(_STORE, {"record_key": key, "response": {"ok": True}})
+        await uow.commit_with(_STORE, {"record_key": key, "response": {"ok": True}}, final=True)
     async with platform.db.unit_of_work(write=False) as uow:
         name = (
             await uow.session.execute(select(Customer.name).where(Customer.id == account.customer_id))

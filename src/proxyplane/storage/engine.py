@@ -153,19 +153,19 @@ class UnitOfWork:
         if lock is not None:
             lock.release()
 
-    async def commit(self) -> None:
-        # PostgreSQL: COMMIT on the driver connection (pending ORM changes flushed first); the session's
-        # own commit (several greenlet switches) where that does not apply (storage/transaction.py)
-        if not await transaction.commit(self.session):
+    async def commit(self, final: bool = False) -> None:
+        """Commit. `final`: nothing runs in this unit of work after it (invoke), so on SQLite too the COMMIT
+        goes to the driver connection instead of through Session.commit (storage/transaction.commit)."""
+        if not await transaction.commit(self.session, final):
             await self.session.commit()
         self._committed()
 
-    async def commit_with(self, stmt: DriverStatement, params: dict[str, Any]) -> None:
+    async def commit_with(self, stmt: DriverStatement, params: dict[str, Any], final: bool = False) -> None:
         """Run `stmt` as the transaction's last statement, then commit: one round trip on PostgreSQL when
         the transaction was begun by storage/transaction.begin_with, else the statement and commit()."""
         if not await transaction.commit_with(self.session, stmt, params):
             await stmt.rows(self.session, params)
-            await self.commit()
+            await self.commit(final)
             return
         self._committed()
 

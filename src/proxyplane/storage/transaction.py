@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from proxyplane.storage.driver import _STATE, DriverStatement
 
@@ -47,21 +48,33 @@ def _remember(sync_session: Any, options: Mapping[str, Any]) -> None:
         _STATE[txn] = ((conn, fairy.dbapi_connection, fairy.driver_connection), conn.dialect)
 
 
-async def commit(session: AsyncSession) -> bool:
-    """PostgreSQL: COMMIT on the driver connection (see the module docstring). False (nothing done: the
-    caller uses Session.commit) on SQLite, for a transaction whose driver state is not known, an inactive
-    transaction (a failed flush: Session.commit raises) or when commit listeners are registered on the
-    session or its connection (e.g. apikeys' cache drop after commit)."""
+async def commit(session: AsyncSession, final: bool = False) -> bool:
+    """COMMIT on the driver connection (see the module docstring): PostgreSQL always; SQLite only when
+    `final` (nothing runs in the unit of work after it: SQLAlchemy, still holding its transaction, would not
+    send the BEGIN IMMEDIATE of a next statement, which would then run outside a transaction; PostgreSQL's
+    adapter begins one itself). False (nothing done: the caller uses Session.commit) otherwise, for a
+    transaction whose driver state is not known, an inactive transaction (a failed flush: Session.commit
+    raises) or when commit listeners are registered on the session or its connection (e.g. apikeys'
+    cache drop after commit)."""
     sync = session.sync_session
     txn = sync.get_transaction()
     cached = _STATE.get(txn) if txn is not None else None
-    if cached is None or cached[1].name != "postgresql" or txn is None or not txn.is_active:
+    if cached is None or txn is None or not txn.is_active:
         return False
     (sync_conn, adapted, _driver), dialect = cached
+    sqlite = dialect.name == "sqlite"
+    if (sqlite and not final) or (not sqlite and dialect.name != "postgresql"):
+        return False
     if _commit_listened(sync, sync_conn):
         return False
     if sync.new or sync.dirty or sync.deleted:
         await session.flush()
+    if sqlite:  # the adapter's own COMMIT (storage/sqlite_driver.py: a writer's on aiosqlite's thread)
+        try:
+            await greenlet_spawn(adapted.commit)
+        except Exception as exc:
+            raise _translated(exc, adapted, dialect, "COMMIT") from exc
+        return True
     async with adapted._execute_mutex:
         begun, adapted._transaction = adapted._transaction, None
         if begun is None:  # no statement ran: nothing to commit
@@ -170,7 +183,7 @@ def _simple_state(session: AsyncSession) -> tuple[Any, Any] | None:
     cached = _STATE.get(txn) if txn is not None else None
     if cached is None or cached[1].name != "postgresql":
         return None
-    if cached[0][2].get_settings().standard_conforming_strings != "on":
+    if getattr(cached[0][2].get_settings(), "standard_conforming_strings", None) != "on":
         return None
     return cached
 
