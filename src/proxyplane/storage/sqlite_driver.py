@@ -16,20 +16,22 @@ statement runs synchronously on the calling (loop) thread when all of these hold
   check_same_thread=False, is never used by two threads at once; a cancelled await can leave a job
   running);
 - the statement is not known to be long: an executemany of more than MANY_ON_LOOP rows, more than
-  PARAMS_ON_LOOP parameters, or a statement text that once took more than SLOW_SECONDS on the loop goes to
-  the thread, whose sqlite3 calls release the GIL so the loop serves other requests meanwhile.
+  PARAMS_ON_LOOP parameters, or a statement text that once used more than SLOW_SECONDS of CPU on the loop
+  (with integer parameters at least as large, see _SlowStatements) goes to the thread, whose sqlite3
+  calls release the GIL so the loop serves other requests meanwhile.
 
 `BEGIN IMMEDIATE` is tried on the loop with a zero busy timeout (this process's writers queue on the unit
-of work's lock, so it nearly always gets the lock at once); when another connection holds the lock, nothing
-began and it runs again on the thread with the connection's full busy timeout: a lock wait never blocks the
-loop. A deferred BEGIN (touches no file) and a reader's COMMIT / ROLLBACK (release its snapshot) run on
-the loop, a writer's ROLLBACK too (it writes nothing). A writer's COMMIT runs on the loop when it cannot
+of work's lock, so it nearly always gets the lock at once), and so is a reader's first SELECT (it takes the
+WAL snapshot); when it would have to wait, nothing began and it runs again on the thread with the
+connection's full busy timeout: a lock wait never blocks the loop. A deferred BEGIN (touches no file)
+and a reader's COMMIT / ROLLBACK (release its snapshot) run on the loop, a writer's ROLLBACK too (it
+writes nothing). A writer's COMMIT runs on the loop when it cannot
 stall it: WAL mode with synchronous NORMAL (a commit appends its pages to the WAL, no fsync), at most
 COMMIT_ON_LOOP_CHANGES rows changed, and this connection's automatic checkpoint turned off: a PASSIVE
 checkpoint (page copies and fsyncs) runs on the thread every CHECKPOINT_EVERY writing commits instead.
-A bigger COMMIT, a reader's first statement and its writes, and statements outside a transaction are one
-job on the thread each: execute and fetch together, one hop instead of four. An order makes no thread job
-(one in CHECKPOINT_EVERY makes the checkpoint), a read request one (its snapshot).
+A bigger COMMIT, a reader's writes and statements outside a transaction are one job on the thread each:
+execute and fetch together, one hop instead of four. An order or a read request makes no thread job (one
+order in CHECKPOINT_EVERY makes the checkpoint).
 """
 
 from __future__ import annotations
@@ -89,14 +91,30 @@ def _checkpoint(raw: sqlite3.Connection) -> list[Any]:
 
 
 class _SlowStatements:
-    texts: set[str] = set()
+    """Statement texts once slow on the loop, each with the smallest size of its parameters then (the
+    bit length of its largest integer parameter: a LIMIT, a count). The same text with parameters at least
+    that size goes to the thread; a smaller one stays on the loop (one 10,000-IP order does not send every
+    small order's allocation to the thread)."""
+
+    sizes: dict[str, int] = {}
 
     @classmethod
-    def note(cls, sql: str, seconds: float) -> None:
+    def note(cls, sql: str, params: Any, seconds: float) -> None:
         if seconds > SLOW_SECONDS:
-            if len(cls.texts) >= _SLOW_MAX:
-                cls.texts.clear()
-            cls.texts.add(sql)
+            if len(cls.sizes) >= _SLOW_MAX:
+                cls.sizes.clear()
+            size = _size(params)
+            cls.sizes[sql] = min(size, cls.sizes.get(sql, size))
+
+    @classmethod
+    def slow(cls, sql: str, params: Any) -> bool:
+        smallest = cls.sizes.get(sql)
+        return smallest is not None and _size(params) >= smallest
+
+
+def _size(params: Any) -> int:
+    values = params.values() if isinstance(params, dict) else params or ()
+    return max((v.bit_length() for v in values if type(v) is int), default=0)
 
 
 _NO_SNAPSHOT = ("SAVEPOINT", "RELEASE", "ROLLBACK", "PRAGMA")  # statements that read no table
@@ -151,7 +169,7 @@ class Connection(AsyncAdapt_aiosqlite_connection):
             return _begin_mode(sql) == "DEFERRED"  # touches no file: it cannot wait
         if not (self._write_locked or (self._snapshot and _is_select(sql))):
             return False
-        if sql in _SlowStatements.texts:
+        if _SlowStatements.slow(sql, params):
             return False
         if many:
             return len(params) <= MANY_ON_LOOP
@@ -163,29 +181,45 @@ class Connection(AsyncAdapt_aiosqlite_connection):
         try:
             rows = _execute(cursor, sql, params, many)
         finally:
-            _SlowStatements.note(sql, time.thread_time() - start)
+            _SlowStatements.note(sql, params, time.thread_time() - start)
         self._ran(sql)
         return rows
 
-    def begin_on_loop(self, cursor: Any, sql: str) -> bool:
-        """BEGIN IMMEDIATE / EXCLUSIVE tried on the calling thread with a zero busy timeout: True when it
-        got the write lock at once (the common case: this process's writers queue on the unit of work's
-        lock); False when another connection holds it (nothing began: the caller waits on the thread)."""
-        if self._raw.in_transaction or not self._jobs.idle():
-            return False
+    def try_on_loop(self, cursor: Any, sql: str, params: Any) -> _Done | None:
+        """A statement that takes a lock, tried on the calling thread with a zero busy timeout: BEGIN
+        IMMEDIATE / EXCLUSIVE (the write lock; this process's writers queue on the unit of work's lock, so
+        it nearly always gets it at once), or a reader's first SELECT (its WAL snapshot). None when it
+        would have to wait (nothing began, no snapshot taken): the caller runs it on the thread with the
+        connection's full busy timeout."""
+        if not self._jobs.idle():
+            return None
+        if _begin_mode(sql) in ("IMMEDIATE", "EXCLUSIVE"):
+            if self._raw.in_transaction:
+                return None
+        elif not (
+            self._deferred
+            and not self._snapshot
+            and self._raw.in_transaction
+            and _is_select(sql)
+            and (params is None or len(params) <= PARAMS_ON_LOOP)
+            and not _SlowStatements.slow(sql, params)
+        ):
+            return None
         if self._busy_ms is None:
             self._busy_ms = int(self._raw.execute("PRAGMA busy_timeout").fetchone()[0])
         self._raw.execute("PRAGMA busy_timeout = 0")
+        start = time.thread_time()
         try:
-            cursor.execute(sql)
+            rows = _execute(cursor, sql, params, False)
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or self._raw.in_transaction:
-                raise
-            return False
+            if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+                return None
+            raise
         finally:
             self._raw.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            _SlowStatements.note(sql, params, time.thread_time() - start)
         self._ran(sql)
-        return True
+        return _Done(rows)
 
     async def run_on_thread(self, cursor: Any, sql: str, params: Any, many: bool) -> list[Any] | None:
         """Execute and fetch as ONE job on the connection's thread."""
@@ -210,8 +244,10 @@ class Connection(AsyncAdapt_aiosqlite_connection):
         that runs it on the thread."""
         if self.on_loop(sql, params, many):
             return _Done(self.run(cursor, sql, params, many))
-        if not many and _head(sql) == "BEGIN" and self.begin_on_loop(cursor, sql):
-            return _Done(None)
+        if not many:
+            done = self.try_on_loop(cursor, sql, params)
+            if done is not None:
+                return done
         return self._on_thread(cursor, sql, params, many)
 
     async def _on_thread(self, cursor: Any, sql: str, params: Any, many: bool) -> list[Any] | None:
