@@ -271,15 +271,12 @@ class Connection(AsyncAdapt_aiosqlite_connection):
     def rollback(self) -> None:
         if not self._connection._connection:
             return
-        if not self._raw.in_transaction:  # nothing to roll back (the pool's reset after a commit)
-            self._ended()
-            return
-        if self._write_locked and self._jobs.idle():  # a ROLLBACK never waits and writes nothing
-            self._raw.rollback()
-        elif self._quiet():
-            self._raw.rollback()
-        else:
+        if not self._jobs.idle():  # e.g. a cancelled BEGIN still waiting: roll back after it, on the thread
             super().rollback()
+        elif not self._raw.in_transaction:  # nothing to roll back (the pool's reset after a commit)
+            pass
+        else:  # a ROLLBACK never waits and writes nothing
+            self._raw.rollback()
         self._ended()
 
     def commit(self) -> None:
