@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
+from proxyplane.core.clock import utcnow
 from proxyplane.core.product_names import humanize
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.platform import Platform
-from proxyplane.storage.models import Event, LedgerEntry, Wallet
+from proxyplane.storage.models import Event, LedgerEntry, Wallet, WebhookDelivery, WebhookEndpoint
 from proxyplane.storage.models.billing import Invoice, InvoiceItem
 from tests.domains.stock.support import fresh_stock
 from tests.support import bearer, make_account
@@ -72,9 +74,7 @@ async def test_invoice_ledger_and_events_of_a_paid_order(
         events = (
             (
                 await s.execute(
-                    select(Event)
-                    .where(Event.customer_id == account.customer_id)
-                    .order_by(Event.created_at, Event.type)
+                    select(Event).where(Event.customer_id == account.customer_id).order_by(Event.created_at)
                 )
             )
             .scalars()
@@ -93,7 +93,11 @@ async def test_invoice_ledger_and_events_of_a_paid_order(
     assert (entry.amount_cents, entry.balance_after_cents, entry.kind) == (-total, after, "purchase")
     assert (entry.description, entry.invoice_id) == (text, str(invoice.id))
     assert ledger_sum == balance == after
-    mine = [e for e in events if e.type == "wallet.balance_low" or e.data.get("service_id") == sid]
+    rank = {"wallet.balance_low": 0, "order.created": 1, "order.paid": 2, "service.activated": 3}
+    mine = sorted(  # stamped one by one in this order (equal stamps possible: the rank breaks ties)
+        (e for e in events if e.type == "wallet.balance_low" or e.data.get("service_id") == sid),
+        key=lambda e: (e.created_at, rank.get(e.type, 9)),
+    )
     assert [e.type for e in mine] == [
         "wallet.balance_low",
         "order.created",
@@ -142,3 +146,56 @@ async def test_two_orders_racing_for_one_balance(client: httpx.AsyncClient, plat
             select(Wallet.balance_cents).where(Wallet.customer_id == account.customer_id)
         )
     assert ledger_sum == balance == 0
+
+
+async def test_deliveries_of_an_order_to_subscribed_endpoints(
+    client: httpx.AsyncClient, platform: Platform
+) -> None:
+    """One delivery per (event, subscribed enabled endpoint), in event order then endpoint age, whichever
+    path writes them (PostgreSQL: the paid-in-full statement; SQLite: events.emit_many)."""
+    await fresh_stock(platform, "proxy_isp", "IS", 2)
+    account = await make_account(platform)
+    await account.credit(1_000_000)
+    key = await account.key()
+    now = utcnow()
+    choices = {"all": [], "paid": ["order.paid", "ticket.replied"], "off": [], "none": ["ticket.replied"]}
+    async with platform.db.unit_of_work() as uow:
+        for i, (name, types) in enumerate(choices.items()):
+            uow.session.add(
+                WebhookEndpoint(
+                    customer_id=account.customer_id,
+                    url=f"http://127.0.0.1:9/{name}",
+                    event_types=types,
+                    secret_encrypted="unused",
+                    enabled=name != "off",
+                    created_at=now + timedelta(seconds=i),
+                )
+            )
+        await uow.commit()
+    sid = (await _order(client, key))["service"]["service_id"]
+    async with platform.db.unit_of_work() as uow:
+        got = (
+            await uow.session.execute(
+                select(Event.type, WebhookEndpoint.url, WebhookDelivery.status, WebhookDelivery.attempts)
+                .join(Event, Event.id == WebhookDelivery.event_id)
+                .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+                .where(WebhookDelivery.customer_id == account.customer_id)
+                .order_by(WebhookDelivery.id)
+            )
+        ).all()
+        public_ids = (
+            await uow.session.execute(
+                select(WebhookDelivery.public_id).where(WebhookDelivery.customer_id == account.customer_id)
+            )
+        ).scalars()
+        assert len(set(public_ids)) == 4
+        events = await uow.session.execute(select(Event.data).where(Event.customer_id == account.customer_id))
+        assert {e.get("service_id") for (e,) in events} - {None} == {sid}
+    url = "http://127.0.0.1:9/"
+    assert [(t, u.removeprefix(url)) for t, u, _, _ in got] == [
+        ("order.created", "all"),
+        ("order.paid", "all"),
+        ("order.paid", "paid"),
+        ("service.activated", "all"),
+    ]
+    assert {(status, attempts) for _, _, status, attempts in got} == {("pending", 0)}

@@ -40,7 +40,7 @@ _COLUMNS = [c for c in _SERVICES.columns if c.key != "number"]
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]
 
 
-def _sql(picks: str, col: str, record: bool) -> str:
+def _sql(picks: str, col: str, record: bool, deliveries: bool) -> str:
     values = ", ".join(f"CAST(:{c.key} AS {c.type.compile(dialect=_PG)})" for c in _COLUMNS)
     return (
         "WITH w AS (UPDATE wallets SET balance_cents = balance_cents - CAST(:total AS BIGINT)"
@@ -57,7 +57,7 @@ def _sql(picks: str, col: str, record: bool) -> str:
         " added AS (INSERT INTO service_ips (service_id, ip_id, address, port, country, allocated_at)"
         " SELECT CAST(:service_id AS UUID), id, address, port, country, CAST(:now AS TIMESTAMPTZ)"
         " FROM picked ORDER BY id)"
-        f"{_RECORD if record else ''}"
+        f"{_RECORD if record else ''}{_DELIVERIES if deliveries else ''}"
         " SELECT s.number, w.balance_cents, p.id, p.address, p.port, p.country"
         " FROM s CROSS JOIN w LEFT JOIN picked AS p ON TRUE ORDER BY p.id"
     )
@@ -95,22 +95,42 @@ _RECORD = (
     " AND CAST(:low AS BIGINT) > w.balance_cents)"
     " ORDER BY e.n)"
 )
+# with deliveries (a customer with enabled webhook endpoints): one per (event, subscribed endpoint), in
+# event order then endpoint age, as events.emit_many queues them (an empty choice of types means every type)
+_DELIVERIES = (
+    ", dl AS (INSERT INTO webhook_deliveries (public_id, customer_id, endpoint_id, event_id, status,"
+    " attempts, next_attempt_at, created_at)"
+    " SELECT gen_random_uuid(), CAST(:customer_id AS INTEGER), ep.id, e.i, 'pending', 0,"
+    " CAST(:e_now AS TIMESTAMPTZ), CAST(:e_now AS TIMESTAMPTZ)"
+    " FROM s, w, unnest(CAST(:ev_id AS UUID[]), CAST(:ev_type AS VARCHAR[]), CAST(:ev_low AS BOOLEAN[]))"
+    " WITH ORDINALITY AS e(i, t, low, n)"
+    " JOIN webhook_endpoints AS ep ON ep.customer_id = CAST(:customer_id AS INTEGER) AND ep.enabled"
+    " AND (ep.event_types IS NULL OR json_typeof(ep.event_types) <> 'array'"
+    " OR json_array_length(ep.event_types) = 0"
+    " OR EXISTS (SELECT 1 FROM json_array_elements_text(ep.event_types) AS x(t) WHERE x.t = e.t))"
+    " WHERE NOT e.low OR (w.balance_cents + CAST(:total AS BIGINT) >= CAST(:low AS BIGINT)"
+    " AND CAST(:low AS BIGINT) > w.balance_cents)"
+    " ORDER BY e.n, ep.created_at)"
+)
 NUMBER = "\x00number\x00"  # placeholders in event data (json.dumps writes them as "\u0000...\u0000")
 BALANCE = "\x00balance\x00"
 _PH_NUMBER, _PH_BALANCE = json.dumps(NUMBER), json.dumps(BALANCE)
 
-_STATEMENTS: dict[tuple[str, int, bool], DriverStatement] = {}
+_STATEMENTS: dict[tuple[str, int, bool, bool], DriverStatement] = {}
 
 
-def _statement(picks: str, col: str, segments: int, record: bool) -> DriverStatement:
+def _statement(picks: str, col: str, segments: int, record: bool, deliveries: bool) -> DriverStatement:
     """Built once per shape: the geo source's column, the segment count (the picks' SQL depends on
-    nothing else; its values are parameters) and whether the records are written too."""
-    stmt = _STATEMENTS.get((col, segments, record))
+    nothing else; its values are parameters), whether the records and the deliveries are written too."""
+    key = (col, segments, record, deliveries)
+    stmt = _STATEMENTS.get(key)
     if stmt is None:
         if len(_STATEMENTS) > 2000:  # bounded anyway
             _STATEMENTS.clear()
-        bound = text(_sql(picks, col, record)).bindparams(*[bindparam(c.key, type_=c.type) for c in _COLUMNS])
-        stmt = _STATEMENTS[(col, segments, record)] = DriverStatement(bound)
+        bound = text(_sql(picks, col, record, deliveries)).bindparams(
+            *[bindparam(c.key, type_=c.type) for c in _COLUMNS]
+        )
+        stmt = _STATEMENTS[key] = DriverStatement(bound)
     return stmt
 
 
@@ -158,10 +178,12 @@ async def place(
     geo_source: str,
     segments: Sequence[tuple[str, int]],
     record: tuple[Quote, int | None] | None = None,
+    deliveries: bool = False,
 ) -> tuple[int, list[Allocated]] | None:
     """Debit `total_cents`, write `svc` (settled as paid in full; sets its number) with its whitelist and
     take the IPs of `segments`; with `record` (the quote, the balance-low threshold) also the invoice, its
-    lines, the ledger entry and the events (a customer without webhook endpoints, a key without caps).
+    lines, the ledger entry and the events (a key without caps), and with `deliveries` (the customer has
+    enabled webhook endpoints) their deliveries.
     Returns (balance after, the IPs in id order, possibly short), or None when the balance was short
     (nothing written)."""
     col = country_column(geo_source)
@@ -178,7 +200,8 @@ async def place(
         "wl_ips": list(whitelist),
         "now": utcnow(),
     }
-    found = await _statement(picks, col, len(wanted), record is not None).rows(session, params)
+    shape = (len(wanted), record is not None, record is not None and deliveries)
+    found = await _statement(picks, col, *shape).rows(session, params)
     if not found:
         return None
     svc.number = int(found[0][0])

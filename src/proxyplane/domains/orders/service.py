@@ -234,9 +234,9 @@ async def place_order(
             # paid in full as the context read saw the balance: one statement (orders/paid_in_full.py)
             svc = _new_service(box, customer_id, quote, geo_source, included, password)
             _settle(svc, total)
-            # the invoice, ledger entry and events in the same statement when nothing else is to be done
-            # for them (deliveries to queue, a key's spending cap to count)
-            with_records = not ctx.has_webhooks and not ctx.capped_key
+            # the invoice, ledger entry, events and deliveries in the same statement unless the key's
+            # spending cap is to be counted first
+            with_records = not ctx.capped_key
             placed = await paid_in_full.place(
                 session,
                 svc,
@@ -245,6 +245,7 @@ async def place_order(
                 geo_source,
                 lines,
                 record=(quote, ctx.balance_low_threshold_cents) if with_records else None,
+                deliveries=ctx.has_webhooks,
             )
             if placed is None:  # a concurrent debit came first: nothing written, back to the general path
                 await _ROLLBACK_TO_SAVEPOINT.rows(session)
