@@ -7,14 +7,17 @@ registry route this module does the same thing directly, as a pure ASGI app in f
 
 - no path parameter, and either a JSON body that IS the operation's input model, or a GET/DELETE with no
   query string (the input model's defaults, or no input at all);
+- or path parameters that are the whole input (no query or body field), no query string: the input model
+  validated from the path's strings, as FastAPI's path parameters then the endpoint's model_validate;
 - the body is parsed with `json.loads` and validated with the model in Python mode, exactly what FastAPI
   does with it (`ModelField.validate`).
 
-Anything else goes to FastAPI's handler unchanged: a path parameter, a query string, a missing or
-non-JSON content type, an empty body, a body that does not parse or validate (FastAPI then produces the
-exact 422: the body read here is replayed to it). Nothing has run before the fallback (no key check, no
-invoke), so no answer can differ but by the work saved. Errors raised by the key check or the operation
-reach the app's exception handlers as from the endpoint (the same handlers, the same bodies)."""
+Anything else goes to FastAPI's handler unchanged: a path parameter beside query or body fields, a query
+string, a missing or non-JSON content type, an empty body, a path value or body that does not parse or
+validate (FastAPI then produces the exact 422, or 405: the body read here is replayed to it). Nothing
+has run before the fallback (no key check, no invoke), so no answer can differ but by the work saved.
+Errors raised by the key check or the operation reach the app's exception handlers as from the endpoint
+(the same handlers, the same bodies)."""
 
 from __future__ import annotations
 
@@ -46,14 +49,27 @@ class FastOperation:
     """Pure ASGI: the operation route's own app; `fallback` is FastAPI's handler of the same route.
     `run(scope, data)` checks the key, invokes the operation and returns the response (routes.py)."""
 
-    def __init__(self, op: Operation, fallback: ASGIApp, run: Respond, *, has_path: bool, body_model: Any):
+    def __init__(
+        self,
+        op: Operation,
+        fallback: ASGIApp,
+        run: Respond,
+        *,
+        path_names: list[str],
+        rest: bool,
+        body_model: Any,
+    ):
         self.op = op
         self.fallback = fallback
         self.run = run
         self.as_query = op.method in ("GET", "DELETE")
         # the body's model when it is the input model itself (else FastAPI's handler: a sub-model)
         self.body_model: type[BaseModel] | None = body_model if body_model is op.input else None
-        self.usable = not has_path and (self.as_query or self.body_model is not None or op.input is None)
+        # every input field is a path parameter: the input is validated from them, as the endpoint does
+        self.path_names = path_names if not rest else []
+        path_only = bool(path_names) and not rest
+        usable = self.as_query or self.body_model is not None or op.input is None
+        self.usable = path_only or (not path_names and usable)
         self.enabled = self.usable  # (bench/http_cpu.py --ab turns it off to compare)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,8 +87,9 @@ class FastOperation:
             return
         data: BaseModel | None = None
         if self.op.input is not None:
+            path = scope.get("path_params", {})
             try:
-                data = self.op.input.model_validate({})
+                data = self.op.input.model_validate({n: path[n] for n in self.path_names})
             except ValidationError:
                 await self.fallback(scope, receive, send)
                 return

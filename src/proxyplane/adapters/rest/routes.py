@@ -177,7 +177,9 @@ def add_operation(router: APIRouter, op: Operation) -> None:
         )
         return Response(content, status_code=op.status_code, media_type=JSON)  # as FastAPI's handler does
 
-    route.app = FastOperation(op, route.app, run, has_path=bool(path_names), body_model=body_model)
+    route.app = FastOperation(
+        op, route.app, run, path_names=path_names, rest=bool(rest), body_model=body_model
+    )
 
 
 def _response(op: Operation, result: Any) -> Any:
