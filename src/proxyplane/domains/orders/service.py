@@ -6,6 +6,8 @@ service (active when fully paid) -> allocate every IP in one set-based statement
 events; or, with a remainder, a pending service and a processor checkout for `amount_due_cents` that
 activates it when confirmed (see `settle_order_deposit`). Everything happens in the caller's one
 transaction: an error anywhere rolls it all back. The statement count does not depend on the IP count.
+On PostgreSQL an order the wallet pays in full writes everything in one statement after its context
+read and savepoint (paid_in_full.py); the other paths merge what they can (rows.py).
 """
 
 from __future__ import annotations
