@@ -23,10 +23,16 @@ from typing import Any, cast
 from sqlalchemy import Table, Uuid, bindparam, insert, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.product_names import humanize
+from proxyplane.domains.apikeys import caps
+from proxyplane.domains.events import services as service_events
+from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.invoices.service import quote_invoice_lines
+from proxyplane.domains.orders.context import OrderContext
 from proxyplane.domains.pricing import Quote
+from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Service, ServiceWhitelist
 from proxyplane.storage.types import UTCDateTime
@@ -203,3 +209,58 @@ async def record_order_pg(
         },
     )
     return int(invoice_id)
+
+
+async def record(
+    session: AsyncSession,
+    ctx: OrderContext,
+    svc: Service,
+    quote: Quote,
+    taken: wallet.Withdrawal | None,
+    due: int,
+    payment_method: str,
+    postgres: bool,
+) -> None:
+    """The invoice, the ledger entry of the wallet part and the events of an order not written by
+    paid_in_full. PostgreSQL, customer without enabled webhook endpoints: one statement
+    (record_order_pg); else the separate writes (SQLite, or deliveries to queue)."""
+    paid = taken.cents if taken else 0
+    if postgres and not ctx.has_webhooks:
+        events: list[tuple[str, dict[str, Any], datetime]] = []
+        if taken is not None and taken.cents > 0:
+            if ctx.capped_key:
+                await caps.charge(session, taken.cents)
+            call_context(session).debited_cents += taken.cents
+            low = ctx.balance_low_threshold_cents
+            if low is not None and taken.balance_after_cents + taken.cents >= low > taken.balance_after_cents:
+                data = {"balance_cents": taken.balance_after_cents, "threshold_cents": low}
+                events.append(("wallet.balance_low", data, utcnow()))
+        events += [(kind, data, utcnow()) for kind, data in service_events.order_items(svc, due)]
+        await record_order_pg(
+            session,
+            svc,
+            quote,
+            paid,
+            taken.balance_after_cents if taken else 0,
+            due,
+            payment_method,
+            svc.deposit_id,
+            events,
+        )
+        return
+    invoice_id = await order_invoice.record_order(
+        session, svc, quote, paid, due, payment_method, svc.deposit_id
+    )
+    if taken is not None:
+        await wallet.record_withdrawal(
+            session,
+            svc.customer_id,
+            taken,
+            "purchase",
+            order_description(svc, quote),
+            service_id=svc.service_id,
+            invoice_id=str(invoice_id),
+            capped_key=ctx.capped_key,
+            balance_low_threshold=(ctx.balance_low_threshold_cents,),
+        )
+    await service_events.order_placed(session, svc, due, has_endpoints=ctx.has_webhooks)

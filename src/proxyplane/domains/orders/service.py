@@ -15,8 +15,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,9 +23,7 @@ from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
-from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events import services as service_events
-from proxyplane.domains.invoices import orders as order_invoice
 from proxyplane.domains.orders import context as order_context
 from proxyplane.domains.orders import paid_in_full, rows
 from proxyplane.domains.orders.quoting import Priced as Priced
@@ -309,7 +305,7 @@ async def place_order(
     if recorded:
         call_context(session).debited_cents += total  # the price guard's count, as record_withdrawal's
     else:
-        await _record(session, ctx, svc, quote, taken, due, payment_method, postgres)
+        await rows.record(session, ctx, svc, quote, taken, due, payment_method, postgres)
     availability = {country: count for country, count in lines}  # the order took them all
     priced = Priced(quote, (), availability, included)
     return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)
@@ -324,61 +320,6 @@ _SETTLED = (
     "current_period_start",
     "current_period_end",
 )
-
-
-async def _record(
-    session: AsyncSession,
-    ctx: order_context.OrderContext,
-    svc: Service,
-    quote: Quote,
-    taken: wallet.Withdrawal | None,
-    due: int,
-    payment_method: str,
-    postgres: bool,
-) -> None:
-    """The invoice, the ledger entry of the wallet part and the events. PostgreSQL, customer without
-    enabled webhook endpoints: one statement (rows.record_order_pg); else the separate writes (SQLite,
-    or deliveries to queue)."""
-    paid = taken.cents if taken else 0
-    if postgres and not ctx.has_webhooks:
-        events: list[tuple[str, dict[str, Any], datetime]] = []
-        if taken is not None and taken.cents > 0:
-            if ctx.capped_key:
-                await caps.charge(session, taken.cents)
-            call_context(session).debited_cents += taken.cents
-            low = ctx.balance_low_threshold_cents
-            if low is not None and taken.balance_after_cents + taken.cents >= low > taken.balance_after_cents:
-                data = {"balance_cents": taken.balance_after_cents, "threshold_cents": low}
-                events.append(("wallet.balance_low", data, utcnow()))
-        events += [(kind, data, utcnow()) for kind, data in service_events.order_items(svc, due)]
-        await rows.record_order_pg(
-            session,
-            svc,
-            quote,
-            paid,
-            taken.balance_after_cents if taken else 0,
-            due,
-            payment_method,
-            svc.deposit_id,
-            events,
-        )
-        return
-    invoice_id = await order_invoice.record_order(
-        session, svc, quote, paid, due, payment_method, svc.deposit_id
-    )
-    if taken is not None:
-        await wallet.record_withdrawal(
-            session,
-            svc.customer_id,
-            taken,
-            "purchase",
-            rows.order_description(svc, quote),
-            service_id=svc.service_id,
-            invoice_id=str(invoice_id),
-            capped_key=ctx.capped_key,
-            balance_low_threshold=(ctx.balance_low_threshold_cents,),
-        )
-    await service_events.order_placed(session, svc, due, has_endpoints=ctx.has_webhooks)
 
 
 async def settle_order_deposit(session: AsyncSession, deposit: Deposit) -> uuid.UUID | None:
