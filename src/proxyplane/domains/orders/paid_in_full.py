@@ -4,7 +4,7 @@ the service row, its whitelist and the IPs in ONE statement (issue 15).
     WITH w AS (UPDATE wallets ... WHERE balance_cents >= total RETURNING balance_cents),
          s AS (INSERT INTO services ... SELECT ... FROM w RETURNING number),
          wl AS (INSERT INTO service_whitelist ... FROM s, unnest(ips)),
-         picked AS (UPDATE stock_ips ... WHERE id IN (<allocate's SKIP LOCKED picks>) AND EXISTS s),
+         picked AS (UPDATE stock_ips ... WHERE id = ANY(ARRAY(<allocate's SKIP LOCKED picks>)) AND EXISTS s),
          added AS (INSERT INTO service_ips ... FROM picked)
     SELECT number, balance, ip rows FROM s, w LEFT JOIN picked
 
@@ -31,7 +31,7 @@ from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices.service import quote_invoice_lines
 from proxyplane.domains.orders.rows import fill_defaults
 from proxyplane.domains.pricing import Quote
-from proxyplane.domains.stock.allocate import Allocated, country_column, pick_sql
+from proxyplane.domains.stock.allocate import Allocated, country_column, pick_sql, picked_ids
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Service
 
@@ -51,7 +51,8 @@ def _sql(picks: str, col: str, record: bool, deliveries: bool) -> str:
         " wl AS (INSERT INTO service_whitelist (service_id, ip, created_at)"
         " SELECT CAST(:service_id AS UUID), x.ip, CAST(:now AS TIMESTAMPTZ)"
         " FROM s, unnest(CAST(:wl_ips AS VARCHAR[])) WITH ORDINALITY AS x(ip, n) ORDER BY x.n),"
-        f" picked AS (UPDATE stock_ips SET assigned_count = assigned_count + 1 WHERE id IN ({picks})"
+        " picked AS (UPDATE stock_ips SET assigned_count = assigned_count + 1"
+        f" WHERE {picked_ids(picks, True)}"
         f" AND assigned_count < capacity AND EXISTS (SELECT 1 FROM s)"
         f" RETURNING id, address, port, {col} AS country),"
         " added AS (INSERT INTO service_ips (service_id, ip_id, address, port, country, allocated_at)"
