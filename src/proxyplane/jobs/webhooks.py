@@ -21,8 +21,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy import and_, any_, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import ColumnElement
 from standardwebhooks import Webhook
 
 from proxyplane.core.clock import as_utc, utcnow
@@ -109,12 +110,15 @@ class WebhookWorker:
         )
         enabled = d.endpoint_id.in_(select(WebhookEndpoint.id).where(WebhookEndpoint.enabled.is_(True)))
         sub = select(d.id).where(due, enabled, ~blocked).order_by(d.id).limit(limit)
+        picked: ColumnElement[bool] = d.id.in_(sub.scalar_subquery())
         if not self.platform.db.is_sqlite:
-            sub = sub.with_for_update(skip_locked=True, of=d)
+            # the locking picks as an InitPlan run once (see stock.allocate.picked_ids: `IN (...)` can be
+            # a semi-join that rescans them and claims more than `limit`)
+            picked = d.id == any_(func.array(sub.with_for_update(skip_locked=True, of=d).scalar_subquery()))
         lease = timedelta(seconds=self.settings.webhook_timeout_seconds + 30)
         stmt = (
             update(d)
-            .where(d.id.in_(sub.scalar_subquery()))
+            .where(picked)
             .values(
                 status="sending",
                 locked_by=self.name,
