@@ -26,8 +26,8 @@ class Database:
             if url.startswith("sqlite+aiosqlite"):  # statements on the loop once they cannot wait
                 engine_kwargs.setdefault("module", sqlite_driver.dbapi())
         else:
-            engine_kwargs.setdefault("pool_size", 10)
-            engine_kwargs.setdefault("max_overflow", 20)
+            engine_kwargs.setdefault("pool_size", 30)
+            engine_kwargs.setdefault("max_overflow", 10)
             engine_kwargs.setdefault("pool_recycle", POOL_RECYCLE_SECONDS)
         self.engine: AsyncEngine = create_async_engine(url, **engine_kwargs)
         if self.is_sqlite:
