@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from proxyplane.gateway.changes import CHANNEL, PAGE, ChangeFeed
+from proxyplane.jobs.background import background
 from proxyplane.storage.engine import Database
 
 log = logging.getLogger("proxyplane.change_notifier")
@@ -98,13 +99,5 @@ async def _wait(stop: asyncio.Event, seconds: float) -> bool:
 async def notifier_task(db: Database) -> AsyncIterator[ChangeNotifier]:
     """Runs a ChangeNotifier in the background until the block exits."""
     notifier = ChangeNotifier(db)
-    stop = asyncio.Event()
-    task = asyncio.create_task(notifier.run(stop), name="change-notifier")
-    try:
+    async with background(notifier.run, "change-notifier"):
         yield notifier
-    finally:
-        stop.set()
-        try:
-            await asyncio.wait_for(task, 5)
-        except (TimeoutError, asyncio.CancelledError):
-            task.cancel()

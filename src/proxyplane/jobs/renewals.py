@@ -17,6 +17,7 @@ from proxyplane.core.settings import Settings
 from proxyplane.domains.renewals.service import RenewalPolicy
 from proxyplane.domains.renewals.steps import PassReport
 from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
+from proxyplane.jobs.background import background
 from proxyplane.jobs.idempotency_prune import prune_idempotency
 from proxyplane.jobs.oauth_prune import prune_oauth
 from proxyplane.jobs.renewal_pass import run_pass
@@ -73,16 +74,8 @@ async def run_forever(
 @contextlib.asynccontextmanager
 async def renewal_task(platform: Platform, interval: float = DEFAULT_INTERVAL_SECONDS) -> AsyncIterator[None]:
     """An app lifespan part: the renewal job in the background until shutdown."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_forever(platform, stop, interval), name="renewals")
-    try:
+    async with background(lambda stop: run_forever(platform, stop, interval), "renewals", grace=30):
         yield
-    finally:
-        stop.set()
-        try:
-            await asyncio.wait_for(task, 30)
-        except (TimeoutError, asyncio.CancelledError):
-            task.cancel()
 
 
 async def run_standalone(settings: Settings, interval: float, once: bool) -> PassReport | None:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from sqlalchemy import func, select
 
 from proxyplane.domains.stock.free_counts import fold
+from proxyplane.jobs.background import background
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.stock_free import StockFree
 
@@ -55,13 +56,5 @@ async def run_folds(db: Database, stop: asyncio.Event, interval: float = INTERVA
 @contextlib.asynccontextmanager
 async def fold_task(db: Database) -> AsyncIterator[None]:
     """Runs `run_folds` in the background until the block exits."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_folds(db, stop), name="stock-free-fold")
-    try:
+    async with background(lambda stop: run_folds(db, stop), "stock-free-fold"):
         yield
-    finally:
-        stop.set()
-        try:
-            await asyncio.wait_for(task, 5)
-        except (TimeoutError, asyncio.CancelledError):
-            task.cancel()
