@@ -7,6 +7,7 @@ migrations run to the head. Only ever point it at a database of your own (a *_be
 from __future__ import annotations
 
 import os
+import uuid
 
 from sqlalchemy import text
 
@@ -27,3 +28,36 @@ async def fresh_database(url: str) -> None:
         if os.path.exists(path):
             os.remove(path)
     await upgrade(url)
+
+
+async def one_buyer(db: Database, capacity: int, balance_cents: int, tag: str) -> tuple[int, str]:
+    """(customer id, raw API key) of a funded customer with every scope, after 19,999 US datacenter IPs
+    (127.20.x.y, `capacity` slots each) were added to the stock: the in-process CPU benches' set-up."""
+    from sqlalchemy import insert
+
+    from proxyplane.core.scopes import ALL_SCOPES
+    from proxyplane.domains.accounts import service as accounts
+    from proxyplane.domains.apikeys.service import create_key
+    from proxyplane.domains.wallet.service import credit
+    from proxyplane.storage.models import StockIp
+
+    async with db.unit_of_work() as uow:
+        rows = [
+            {
+                "address": f"127.20.{i >> 8}.{i & 255}",
+                "product_kind": "proxy_datacenter",
+                "country_maxmind": "US",
+                "country_ripe": "US",
+                "capacity": capacity,
+                "assigned_count": 0,
+            }
+            for i in range(1, 20_000)
+        ]
+        await uow.session.execute(insert(StockIp), rows)
+        customer = await accounts.create_customer(
+            uow.session, f"{tag}-{uuid.uuid4().hex[:6]}@example.com", "bench password 1"
+        )
+        await credit(uow.session, customer.id, balance_cents, "adjustment", "bench balance")
+        _, key = await create_key(uow.session, customer.id, "bench", frozenset(ALL_SCOPES))
+        await uow.commit()
+    return customer.id, key

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from bench.fresh_db import fresh_database  # noqa: E402
+from bench.fresh_db import fresh_database, one_buyer  # noqa: E402
 from bench.order_cpu import _order_in  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 
@@ -146,18 +146,13 @@ async def _ab(app: Any, pairs: list[Any], rounds: int, block: int) -> None:
 
 
 async def run(url: str, n: int, profile: str | None, layer: bool = False, ab: bool = False) -> None:
-    from sqlalchemy import insert
 
     from proxyplane.app import create_app
-    from proxyplane.core.scopes import ALL_SCOPES
-    from proxyplane.domains.accounts import service as accounts
-    from proxyplane.domains.apikeys.service import authenticate, create_key
-    from proxyplane.domains.wallet.service import credit
+    from proxyplane.domains.apikeys.service import authenticate
     from proxyplane.observability.logs import configure
     from proxyplane.ops import REGISTRY, Caller, invoke
     from proxyplane.platform import Platform
     from proxyplane.storage.engine import Database
-    from proxyplane.storage.models import StockIp
 
     url = Settings(database_url=url).resolved_database_url()
     await fresh_database(url)
@@ -167,25 +162,7 @@ async def run(url: str, n: int, profile: str | None, layer: bool = False, ab: bo
             home=Path(home), database_url=url, secret_key="bench", public_base_url="http://testserver"
         )
         platform = Platform(settings, Database(url))
-        async with platform.db.unit_of_work() as uow:
-            rows = [
-                {
-                    "address": f"127.20.{i >> 8}.{i & 255}",
-                    "product_kind": "proxy_datacenter",
-                    "country_maxmind": "US",
-                    "country_ripe": "US",
-                    "capacity": 50,
-                    "assigned_count": 0,
-                }
-                for i in range(1, 20_000)
-            ]
-            await uow.session.execute(insert(StockIp), rows)
-            customer = await accounts.create_customer(
-                uow.session, f"http-{uuid.uuid4().hex[:6]}@example.com", "bench password 1"
-            )
-            await credit(uow.session, customer.id, 900_000_000, "adjustment", "bench balance")
-            _, key = await create_key(uow.session, customer.id, "bench", frozenset(ALL_SCOPES))
-            await uow.commit()
+        _, key = await one_buyer(platform.db, 50, 900_000_000, "http")
         app = create_app(platform)
         principal = await authenticate(platform.db, key, CLIENT[0])
         assert principal is not None

@@ -37,14 +37,11 @@ from typing import Any  # noqa: E402
 
 import httpx  # noqa: E402
 from pyinstrument import Profiler  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
 
-from bench.fresh_db import fresh_database  # noqa: E402
-from proxyplane.core.scopes import ALL_SCOPES  # noqa: E402
+from bench.fresh_db import fresh_database, one_buyer  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 from proxyplane.platform import Platform  # noqa: E402
 from proxyplane.storage.engine import Database  # noqa: E402
-from proxyplane.storage.models import StockIp  # noqa: E402
 
 
 def _order_in() -> Any:
@@ -121,9 +118,6 @@ def layers(platform: Platform, customer_id: int, key: str) -> list[tuple[str, Ca
 
 async def main(url: str, n: int, profile: str | None = None, parts: bool = False) -> None:
     from proxyplane.app import create_app
-    from proxyplane.domains.accounts import service as accounts
-    from proxyplane.domains.apikeys.service import create_key
-    from proxyplane.domains.wallet.service import credit
 
     url = Settings(database_url=url).resolved_database_url()
     await fresh_database(url)
@@ -132,25 +126,7 @@ async def main(url: str, n: int, profile: str | None = None, parts: bool = False
             home=home, database_url=url, secret_key="bench", public_base_url="http://testserver"
         )
         platform = Platform(settings, Database(url))
-        async with platform.db.unit_of_work() as uow:
-            rows = [
-                {
-                    "address": f"127.20.{i >> 8}.{i & 255}",
-                    "product_kind": "proxy_datacenter",
-                    "country_maxmind": "US",
-                    "country_ripe": "US",
-                    "capacity": 5,
-                    "assigned_count": 0,
-                }
-                for i in range(1, 20_000)
-            ]
-            await uow.session.execute(insert(StockIp), rows)
-            customer = await accounts.create_customer(
-                uow.session, f"cpu-{uuid.uuid4().hex[:6]}@example.com", "bench password 1"
-            )
-            await credit(uow.session, customer.id, 500_000_000, "adjustment", "bench balance")
-            _, key = await create_key(uow.session, customer.id, "bench", frozenset(ALL_SCOPES))
-            await uow.commit()
+        customer_id, key = await one_buyer(platform.db, 5, 500_000_000, "cpu")
         headers = {"Authorization": f"Bearer {key}"}
         transport = httpx.ASGITransport(app=create_app(platform), client=("127.0.0.9", 50000))
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
@@ -176,7 +152,7 @@ async def main(url: str, n: int, profile: str | None = None, parts: bool = False
                 ("balance GET", balance),
             ]
             if parts:
-                calls += layers(platform, customer.id, key)
+                calls += layers(platform, customer_id, key)
             for name, call in calls:
                 for _ in range(20):  # warm-up: statement caches, pool
                     await call()
