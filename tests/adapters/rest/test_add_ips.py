@@ -154,3 +154,19 @@ async def test_scopes_and_other_customers(client: httpx.AsyncClient, platform: P
         headers=b.headers,
     )
     assert r.status_code == 422
+
+
+async def test_quote_counts_only_ips_the_service_does_not_hold(
+    client: httpx.AsyncClient, platform: Platform
+) -> None:
+    # shared IPs (2 slots): the service's own 8 still have a free slot, but not for it
+    b = await buy(client, platform, country="EE", count=8, stock=10, capacity=2)
+    q = await client.post(
+        f"{API}/billing/services/{b.sid}/add-ips/quote",
+        json={"segments": [{"country": "EE", "count": 4}]},
+        headers=b.headers,
+    )
+    assert q.status_code == 200, q.text
+    assert q.json()["errors"][0]["available"] == 2, q.text
+    countries = (await client.get(f"{API}/billing/countries")).json()["countries"]
+    assert next(c for c in countries if c["code"] == "EE")["available_ips"] == 10  # for anyone else

@@ -61,23 +61,28 @@ async def held_ip_ids(session: AsyncSession, service_id: uuid.UUID) -> set[int]:
 
 
 async def available(session: AsyncSession, svc: Service, held: set[int]) -> dict[str, int]:
-    """{country: IPs this service could still get} (free capacity, not held by it). IPv6: free subnets
-    (the allocation skips the ones the service holds or held)."""
+    """{country: IPs this service could still get} (free capacity, not held by it). IPv4: the pool's
+    maintained free counts (O(1) in the stock's size) less the service's own IPs that are still free
+    (O(its IPs)). IPv6: free subnets (the allocation skips the ones the service holds or held)."""
     if svc.product_kind == IPV6_KIND:
         return await subnets.availability(session, svc.geo_source)
-    col = _country_col(svc.geo_source)
-    q = (
-        select(col, func.count())
-        .where(
-            StockIp.product_kind == svc.product_kind,
-            StockIp.retired_at.is_(None),
-            StockIp.assigned_count < StockIp.capacity,
-        )
-        .group_by(col)
-    )
+    counts = await stock.availability(session, svc.product_kind, svc.geo_source)
     if held:
-        q = q.where(StockIp.id.not_in(held))
-    return {c: int(n) for c, n in (await session.execute(q)).all()}
+        col = _country_col(svc.geo_source)
+        own_free = (
+            select(col, func.count())
+            .where(
+                StockIp.id.in_(held),
+                StockIp.product_kind == svc.product_kind,
+                StockIp.retired_at.is_(None),
+                StockIp.assigned_count < StockIp.capacity,
+            )
+            .group_by(col)
+        )
+        for country, n in (await session.execute(own_free)).all():
+            if country in counts:
+                counts[country] -= int(n)
+    return {c: n for c, n in counts.items() if n > 0}
 
 
 async def allocate(
