@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import AsyncIterator
 
 import uvicorn
 
@@ -26,7 +28,8 @@ def serve_all(settings: Settings) -> None:
 
     observability = ObservabilitySettings()
     logs.from_env()  # uvicorn's loggers too: PROXYPLANE_LOG_FORMAT=json, secrets redacted
-    parts = [*_jobs(platform), gateway_part(platform), *legacy_parts(platform), metrics_part(platform)]
+    parts = [_warm_pool(platform), *_jobs(platform), gateway_part(platform), *legacy_parts(platform)]
+    parts.append(metrics_part(platform))
     app = create_app(platform, lifespan_parts=parts)
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
@@ -65,6 +68,14 @@ async def _seed_if_empty(url: str) -> None:
                 print(f"seeded demo stock: {added['ips']} IPs, {added['products']} products", flush=True)
     finally:
         await db.dispose()
+
+
+@contextlib.asynccontextmanager
+async def _warm_pool(platform: Platform) -> AsyncIterator[None]:
+    """Open the PostgreSQL pool's connections before the first request (Database.warm): a burst of buyers
+    right after a start or deploy would otherwise wait behind one connection set-up each."""
+    await platform.db.warm()
+    yield
 
 
 def _jobs(platform: Platform) -> list[object]:
