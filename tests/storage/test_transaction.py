@@ -9,7 +9,7 @@ import uuid
 from typing import Any, cast
 
 import pytest
-from sqlalchemy import Table, bindparam, event, select, update
+from sqlalchemy import Table, bindparam, event, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from proxyplane.platform import Platform
@@ -105,6 +105,28 @@ async def test_commit_flushes_pending_orm_changes(platform: Platform) -> None:
         ).scalar()
     assert name == "renamed in the same unit of work"
     assert await _stored(platform, account.customer_id) == {key: {"ok": True}}
+
+
+async def test_statements_are_prepared_once_per_connection(platform: Platform) -> None:
+    """PostgreSQL: the claim and the store become EXECUTEs of statements prepared on the connection (the
+    store, first seen inside a transaction, from the connection's next BEGIN on); values stay exact."""
+    account = await make_account(platform)
+    postgres = not platform.db.is_sqlite
+    keys = [TRICKY + str(n) for n in range(3)]
+    for key in keys:
+        async with platform.db.unit_of_work() as uow:
+            if await transaction.begin_with(uow.session, _CLAIM, _record(account.customer_id, key)) is None:
+                await _CLAIM.rows(uow.session, _record(account.customer_id, key))
+            held = set()
+            if postgres:
+                rows = await uow.session.execute(
+                    text("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'pp\\_%'")
+                )
+                held = {r[0].split(" AS ", 1)[1].split()[0] for r in rows if "idempotency_records" in r[0]}
+            await uow.commit_with(_STORE, {"record_key": key, "response": {"key": key}})
+        if key != keys[0]:  # every connection has prepared both once the store was seen
+            assert held == ({"INSERT", "UPDATE"} if postgres else set())
+    assert await _stored(platform, account.customer_id) == {key: {"key": key} for key in keys}
 
 
 def test_literals() -> None:

@@ -14,13 +14,23 @@
   processors applied. Anything without a literal form, SQLite, or a transaction in another state: the
   functions send nothing and say so, and the caller runs its prepared statement and commits as usual.
 
+Plans reused (PostgreSQL): a statement sent by `begin_with` / `commit_with` is PREPAREd once per connection
+(a server-side prepared statement named after its SQL text) and then sent as `EXECUTE name(<literals>)`:
+the one round trip stays, and PostgreSQL no longer parses and plans the statement on every call (the
+response store's plan alone cost ~0.13 ms per order). The PREPARE is its own query, sent before a BEGIN
+(outside any transaction, so its failure, e.g. a table not yet migrated, costs nothing but the plain
+literal statement); a statement first seen by `commit_with` (inside a transaction) is sent as literals
+that time and prepared before the connection's next `begin_with`.
+
 A transaction begun by `begin_with` sits where SQLAlchemy's asyncpg adapter keeps asyncpg's Transaction
 (`_Begun`), so the adapter's own commit/rollback (Session.commit, close, an error) end it as usual.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import weakref
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -32,6 +42,10 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 from proxyplane.storage.driver import _STATE, DriverStatement
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")  # asyncpg's positional parameters in a compiled statement
+# statements worth preparing (name -> SQL with $n parameters), and per driver connection the names it holds
+_WANTED: dict[str, str] = {}
+_NAMES: dict[str, str] = {}  # SQL text -> its prepared statement's name
+_PREPARED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()  # name -> done
 
 
 async def open_connection(session: AsyncSession, options: Mapping[str, Any]) -> None:
@@ -96,13 +110,15 @@ async def begin_with(session: AsyncSession, stmt: DriverStatement, params: Mappi
     if adapted._transaction is not None or adapted.isolation_level == "autocommit":
         return None
     try:
-        sql = literal_sql(stmt, dialect, params)
+        sql, name = _sql(stmt, dialect, params, driver)
     except (TypeError, ValueError):
         return None
-    _before_cursor(sync_conn, sql)
     async with adapted._execute_mutex:
         if adapted._transaction is not None:
             return None
+        if len(_PREPARED.get(driver, ())) < len(_WANTED) and await _prepare(driver, name):
+            sql = _execute_sql(stmt, dialect, params, name)
+        _before_cursor(sync_conn, sql, stmt, dialect, params)
         adapted._transaction = _Begun(driver)  # set first: a failure leaves it to be rolled back
         try:
             return str(await driver.execute(f"{_begin_sql(adapted)}; {sql}"))
@@ -124,12 +140,12 @@ async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapp
     if _commit_listened(sync, sync_conn):
         return False
     try:
-        sql = literal_sql(stmt, dialect, params)
+        sql, _name = _sql(stmt, dialect, params, driver)
     except (TypeError, ValueError):
         return False
     if sync.new or sync.dirty or sync.deleted:
         await session.flush()
-    _before_cursor(sync_conn, sql)
+    _before_cursor(sync_conn, sql, stmt, dialect, params)
     async with adapted._execute_mutex:
         if type(adapted._transaction) is not _Begun:
             return False
@@ -176,6 +192,45 @@ def literal_sql(stmt: DriverStatement, dialect: Any, params: Mapping[str, Any]) 
     return _PLACEHOLDER.sub(lambda m: literal(args[int(m.group(1)) - 1]), c.sql)
 
 
+def _sql(stmt: DriverStatement, dialect: Any, params: Mapping[str, Any], driver: Any) -> tuple[str, str]:
+    """(what to send: EXECUTE of the statement prepared on this connection, else the statement with
+    literal values; the statement's prepared name). Raises as `literal_sql`."""
+    c = stmt._compile(dialect, frozenset(params))
+    name = _NAMES.get(c.sql)
+    if name is None:
+        name = _NAMES.setdefault(c.sql, "pp_" + hashlib.sha1(c.sql.encode()).hexdigest()[:20])
+        _WANTED[name] = c.sql
+    if _PREPARED.get(driver, {}).get(name):
+        return _execute_sql(stmt, dialect, params, name), name
+    return literal_sql(stmt, dialect, params), name
+
+
+def _execute_sql(stmt: DriverStatement, dialect: Any, params: Mapping[str, Any], name: str) -> str:
+    c = stmt._compile(dialect, frozenset(params))
+    args = stmt._args(c, params)
+    return f"EXECUTE {name}(" + ", ".join(literal(a) for a in args) + ")"
+
+
+async def _prepare(driver: Any, name: str) -> bool:
+    """Outside a transaction: PREPARE the wanted statements this connection has not tried yet, each as its
+    own query (one that fails, e.g. its table not migrated yet, stays a literal statement on this
+    connection). True when `name` is prepared on it. These PREPAREs are not shown to the engine's
+    before_cursor_execute listeners (once per connection, not part of any unit of work)."""
+    tried = _PREPARED.get(driver)
+    if tried is None:
+        tried = _PREPARED.setdefault(driver, {})
+    for wanted, text in list(_WANTED.items()):
+        if wanted in tried:
+            continue
+        try:
+            await driver.execute(f"PREPARE {wanted} AS {text}")
+        except Exception:  # noqa: BLE001 - any refusal: the statement is sent with literals instead
+            tried[wanted] = False
+            continue
+        tried[wanted] = True
+    return tried.get(name, False)
+
+
 def _simple_state(session: AsyncSession) -> tuple[Any, Any] | None:
     """The transaction's driver state when simple queries with literal values may be sent on it
     (PostgreSQL, a connection opened by `open_connection`, standard_conforming_strings on), else None."""
@@ -205,9 +260,14 @@ def _commit_listened(sync: Any, sync_conn: Any) -> bool:
     return bool(sync.dispatch.before_commit or sync.dispatch.after_commit or sync_conn.dispatch.commit)
 
 
-def _before_cursor(sync_conn: Any, sql: str) -> None:
-    """The engine's before_cursor_execute listeners see the statement (statement counts stay true)."""
+def _before_cursor(
+    sync_conn: Any, sql: str, stmt: DriverStatement, dialect: Any, params: Mapping[str, Any]
+) -> None:
+    """The engine's before_cursor_execute listeners see the statement (statement counts stay true): with
+    its literal values where an EXECUTE of its prepared form is sent (the statement, not its name)."""
     if sync_conn._has_events or sync_conn.engine._has_events:
+        if sql.startswith("EXECUTE "):
+            sql = literal_sql(stmt, dialect, params)
         for fn in sync_conn.dispatch.before_cursor_execute:
             fn(sync_conn, None, sql, (), None, False)
 
