@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 
 import click
 
+from proxyplane.cli import heap
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.core.settings import get_settings
@@ -72,6 +73,7 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
         as_worker(node, shared, worker)
     await node.start()
     await node.serve_metrics(worker)  # PROXYPLANE_GATEWAY_METRICS_PORT + worker: /metrics /livez /readyz
+    heap.settle()  # start-up's objects frozen: no full collection pass stalls the tunnels (cli/heap.py)
     if shared is not None:
         shared.stats.set_serving(worker, time.time())
     if shared is None:

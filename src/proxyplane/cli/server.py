@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import uvicorn
 
+from proxyplane.cli import heap
 from proxyplane.core.settings import Settings
 from proxyplane.platform import Platform
 from proxyplane.storage.migrate import upgrade
@@ -29,7 +30,7 @@ def serve_all(settings: Settings) -> None:
     observability = ObservabilitySettings()
     logs.from_env()  # uvicorn's loggers too: PROXYPLANE_LOG_FORMAT=json, secrets redacted
     parts = [_warm_pool(platform), *_jobs(platform), gateway_part(platform), *legacy_parts(platform)]
-    parts.append(metrics_part(platform))
+    parts += [metrics_part(platform), _settled_heap()]
     app = create_app(platform, lifespan_parts=parts)
     base = settings.base_url()
     print(f"ProxyPlane on {settings.resolved_database_url().split('://')[0]}", flush=True)
@@ -75,6 +76,12 @@ async def _warm_pool(platform: Platform) -> AsyncIterator[None]:
     """Open the PostgreSQL pool's connections before the first request (Database.warm): a burst of buyers
     right after a start or deploy would otherwise wait behind one connection set-up each."""
     await platform.db.warm()
+    yield
+
+
+@contextlib.asynccontextmanager
+async def _settled_heap() -> AsyncIterator[None]:
+    heap.settle()  # the last part entered: start-up's objects frozen, no full collection pass over them
     yield
 
 
