@@ -342,9 +342,11 @@ async def _invoke_keyed(
     req_hash = _request_hash(data)
     used = utcnow()
     async with platform.db.unit_of_work(write=True) as uow:
-        if last_use_due(platform.db, caller.key_id, caller.client_ip, used):
+        use_due = last_use_due(platform.db, caller.key_id, caller.client_ip, used)
+        claimed = await _claim(uow, op, caller.customer_id, key, req_hash)  # on PostgreSQL with its BEGIN
+        if use_due:  # after the claim, so that the claim still goes with the BEGIN (one round trip)
             await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
-        if not await _claim(uow, op, caller.customer_id, key, req_hash):
+        if not claimed:
             replayed = await _replay(uow, op, caller.customer_id, key, req_hash, store)
             if replayed is None:
                 raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")

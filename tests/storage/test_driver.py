@@ -9,11 +9,11 @@ import uuid
 from typing import Any, cast
 
 import pytest
-from sqlalchemy import Table, event, insert, select
+from sqlalchemy import Table, event, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from proxyplane.platform import Platform
-from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.driver import DriverScript, DriverStatement
 from proxyplane.storage.models import IdempotencyRecord
 from tests.support import make_account
 
@@ -79,3 +79,28 @@ async def test_a_constraint_violation_is_an_integrity_error(platform: Platform) 
             await _INSERT.scalar(uow.session, _record(account.customer_id, key))
             await _INSERT.scalar(uow.session, _record(account.customer_id, key))  # same unique key
     assert await _keys(platform, account.customer_id) == {}
+
+
+async def test_a_driver_script_is_one_round_trip_on_postgresql(platform: Platform) -> None:
+    """Parameterless statements together (PostgreSQL: one simple query, one statement for the listeners),
+    in the transaction: the savepoint it opens is there for the next statements to roll back to."""
+    account = await make_account(platform)
+    seen: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    script = DriverScript("SAVEPOINT driver_test", "SELECT 1")
+    engine = platform.db.engine.sync_engine
+    async with platform.db.unit_of_work() as uow:
+        await _INSERT.scalar(uow.session, _record(account.customer_id, "before"))
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            await script.run(uow.session)
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+        await _INSERT.scalar(uow.session, _record(account.customer_id, "undone"))
+        await DriverStatement(text("ROLLBACK TO SAVEPOINT driver_test")).rows(uow.session)
+        await uow.commit()
+    assert seen == (["SAVEPOINT driver_test; SELECT 1"] if not platform.db.is_sqlite else list(script.parts))
+    assert sorted(await _keys(platform, account.customer_id)) == ["before"]

@@ -101,6 +101,24 @@ class DriverStatement:
         await _run(session, conn, dialect, c.sql, [self._args(c, p) for p in params], many=True)
 
 
+class DriverScript:
+    """Parameterless statements run together: on PostgreSQL as ONE simple query (one round trip, no rows
+    back; `SAVEPOINT x; SELECT set_config(...)`), elsewhere each on its own, in order. The engine's
+    `before_cursor_execute` listeners see what is sent (one statement on PostgreSQL)."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+        self.sql = "; ".join(parts)
+
+    async def run(self, session: AsyncSession) -> None:
+        conn, dialect = await _connection(session)
+        if dialect.name == "postgresql":
+            await _run(session, conn, dialect, self.sql, (), many=False, simple=True)
+            return
+        for part in self.parts:
+            await _run(session, conn, dialect, part, (), many=False)
+
+
 async def _connection(session: AsyncSession) -> tuple[Any, Any]:
     """(the driver-level connection state, the dialect) of the session's transaction, looked up once per
     transaction (each lookup through the async session is a greenlet switch)."""
@@ -119,7 +137,10 @@ async def _connection(session: AsyncSession) -> tuple[Any, Any]:
     return state, conn.dialect
 
 
-async def _run(session: AsyncSession, state: Any, dialect: Any, sql: str, args: Any, many: bool) -> list[Any]:
+async def _run(
+    session: AsyncSession, state: Any, dialect: Any, sql: str, args: Any, many: bool, simple: bool = False
+) -> list[Any]:
+    """`simple` (PostgreSQL, no args): sent as a simple query, which may hold several statements."""
     sync_conn, adapted, driver = state  # adapted: SQLAlchemy's adapter around the driver connection
     if sync_conn._has_events or sync_conn.engine._has_events:
         for fn in sync_conn.dispatch.before_cursor_execute:
@@ -131,6 +152,9 @@ async def _run(session: AsyncSession, state: Any, dialect: Any, sql: str, args: 
                     await adapted._start_transaction()
                 if many:
                     await driver.executemany(sql, args)
+                    return []
+                if simple:
+                    await driver.execute(sql)
                     return []
                 return list(await driver.fetch(sql, *args))
         return await adapted.execute_rows(sql, args, many)  # storage/sqlite_driver.py

@@ -23,7 +23,7 @@ MAX_STATEMENTS = 15  # the issue's bound
 # last use within 5 s not written): may only go down. PostgreSQL's BEGIN/COMMIT are not cursor statements;
 # its 6 include the set_config that gives the one-statement order a generic plan (orders/paid_in_full.py:
 # one cheap round trip instead of ~0.8 ms of planning per order in PostgreSQL).
-NOW = {"sqlite": 13, "postgresql": 6}
+NOW = {"sqlite": 13, "postgresql": 5}
 
 
 @contextmanager

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import bindparam, event, select, update
+from sqlalchemy import Table, bindparam, event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -14,6 +15,7 @@ from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.core.security import API_KEY_PREFIX, hash_api_key, new_api_key
 from proxyplane.domains.apikeys.cache import KeyPrincipal, drop_everywhere, key_cache
 from proxyplane.domains.events.service import emit
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models import ApiKey, Customer
 
@@ -131,14 +133,21 @@ def last_use_due(db: Database, key_id: uuid.UUID | None, client_ip: str, now: da
     return key_id is not None and key_cache(db).claim_use(key_id, client_ip, now)
 
 
+_KEYS = cast(Table, ApiKey.__table__)
+# built once, run on the driver connection (storage/driver.py): no statement built per write
+_TOUCH = DriverStatement(
+    update(_KEYS)
+    .where(_KEYS.c.id == bindparam("key_id"))
+    .values(
+        last_used_at=bindparam("used_at", type_=_KEYS.c.last_used_at.type),
+        last_used_ip=bindparam("used_ip", type_=_KEYS.c.last_used_ip.type),
+    )
+)
+
+
 async def record_last_use(session: AsyncSession, key_id: uuid.UUID, client_ip: str, now: datetime) -> None:
     """The key's last use, one UPDATE in the caller's transaction (committed with it, or not at all)."""
-    await session.execute(
-        update(ApiKey)
-        .where(ApiKey.id == key_id)
-        .values(last_used_at=now, last_used_ip=client_ip)
-        .execution_options(synchronize_session=False)
-    )
+    await _TOUCH.rows(session, {"key_id": key_id, "used_at": now, "used_ip": client_ip})
 
 
 def _key_data(key: ApiKey) -> dict[str, object]:

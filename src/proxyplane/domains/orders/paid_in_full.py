@@ -14,10 +14,11 @@ back: the balance was short after all (a concurrent debit); one row with no IP: 
 back to its savepoint in both cases and continues on the general path (orders.place_order).
 
 The statement runs with a generic plan (`plan_cache_mode` set for the rest of the caller's savepoint,
-one round trip before it): asyncpg prepares it once per connection, but PostgreSQL's `auto` mode kept
-planning it again on every execution (~0.8 ms of PostgreSQL CPU per order, `pg_stat_statements`, about
-a sixth of the order's database CPU); the generic plan executed no slower. Undone with the savepoint
-when the order falls back to the general path.
+which `place` opens: `SAVEPOINT x; SELECT set_config(...)` as ONE simple query, one round trip before the
+statement): asyncpg prepares it once per connection, but PostgreSQL's `auto` mode kept planning it again
+on every execution (~0.8 ms of PostgreSQL CPU per order, `pg_stat_statements`, about a sixth of the
+order's database CPU); the generic plan executed no slower. Undone with the savepoint when the order
+falls back to the general path.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from proxyplane.domains.invoices.service import quote_invoice_lines
 from proxyplane.domains.orders.rows import fill_defaults
 from proxyplane.domains.pricing import Quote
 from proxyplane.domains.stock.allocate import Allocated, country_column, pick_sql, picked_ids
-from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.driver import DriverScript, DriverStatement
 from proxyplane.storage.models import Service
 
 _SERVICES = cast(Table, Service.__table__)
@@ -124,8 +125,9 @@ BALANCE = "\x00balance\x00"
 _PH_NUMBER, _PH_BALANCE = json.dumps(NUMBER), json.dumps(BALANCE)
 
 _STATEMENTS: dict[tuple[str, int, bool, bool], DriverStatement] = {}
-# for the rest of the transaction (or the savepoint it runs in): see the module docstring
-_GENERIC_PLANS = DriverStatement(text("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"))
+# for the rest of the savepoint it runs in: see the module docstring
+_GENERIC_PLANS = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+_OPEN: dict[str, DriverScript] = {}  # per savepoint name: the savepoint and the setting, one round trip
 
 
 def _statement(picks: str, col: str, segments: int, record: bool, deliveries: bool) -> DriverStatement:
@@ -188,13 +190,20 @@ async def place(
     segments: Sequence[tuple[str, int]],
     record: tuple[Quote, int | None] | None = None,
     deliveries: bool = False,
+    *,
+    savepoint: str,
 ) -> tuple[int, list[Allocated]] | None:
-    """Debit `total_cents`, write `svc` (settled as paid in full; sets its number) with its whitelist and
-    take the IPs of `segments`; with `record` (the quote, the balance-low threshold) also the invoice, its
+    """Open the caller's `savepoint` (the generic plan's setting in it, one round trip), then debit
+    `total_cents`, write `svc` (settled as paid in full; sets its number) with its whitelist and take the
+    IPs of `segments`; with `record` (the quote, the balance-low threshold) also the invoice, its
     lines, the ledger entry and the events (a key without caps), and with `deliveries` (the customer has
     enabled webhook endpoints) their deliveries.
     Returns (balance after, the IPs in id order, possibly short), or None when the balance was short
-    (nothing written)."""
+    (nothing written); the caller rolls back to its savepoint in both cases."""
+    opening = _OPEN.get(savepoint)
+    if opening is None:
+        opening = _OPEN[savepoint] = DriverScript(f"SAVEPOINT {savepoint}", _GENERIC_PLANS)
+    await opening.run(session)
     col = country_column(geo_source)
     wanted = [(c, n) for c, n in segments if n > 0]
     if not wanted:  # nothing to take: the general path (never reached by a validated order)
@@ -210,7 +219,6 @@ async def place(
         "now": utcnow(),
     }
     shape = (len(wanted), record is not None, record is not None and deliveries)
-    await _GENERIC_PLANS.rows(session)
     found = await _statement(picks, col, *shape).rows(session, params)
     if not found:
         return None

@@ -226,30 +226,31 @@ async def place_order(
     taken: wallet.Withdrawal | None = None
     ips: list[Allocated] | None = None
     recorded = False  # the invoice, ledger entry and events already written (paid_in_full)
-    if postgres:
+    in_full = use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND
+    if postgres and not in_full:
         await _SAVEPOINT.rows(session)
-        if use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND:
-            # paid in full as the context read saw the balance: one statement (orders/paid_in_full.py)
-            svc = _new_service(box, customer_id, quote, geo_source, included, password)
-            _settle(svc, total)
-            # the invoice, ledger entry, events and deliveries in the same statement unless the key's
-            # spending cap is to be counted first
-            with_records = not ctx.capped_key
-            placed = await paid_in_full.place(
-                session,
-                svc,
-                wl,
-                total,
-                geo_source,
-                lines,
-                record=(quote, ctx.balance_low_threshold_cents) if with_records else None,
-                deliveries=ctx.has_webhooks,
-            )
-            if placed is None:  # a concurrent debit came first: nothing written, back to the general path
-                await _ROLLBACK_TO_SAVEPOINT.rows(session)
-            else:
-                taken, ips = wallet.Withdrawal(total, placed[0]), placed[1]
-                recorded = with_records and not alloc.shortfall(lines, ips)
+    elif postgres:  # paid in full as the context read saw the balance: one statement (paid_in_full.py)
+        svc = _new_service(box, customer_id, quote, geo_source, included, password)
+        _settle(svc, total)
+        # the invoice, ledger entry, events and deliveries in the same statement unless the key's
+        # spending cap is to be counted first
+        with_records = not ctx.capped_key
+        placed = await paid_in_full.place(
+            session,
+            svc,
+            wl,
+            total,
+            geo_source,
+            lines,
+            record=(quote, ctx.balance_low_threshold_cents) if with_records else None,
+            deliveries=ctx.has_webhooks,
+            savepoint=PLACE_SAVEPOINT,  # opened by place, with its generic plan setting: one round trip
+        )
+        if placed is None:  # a concurrent debit came first: nothing written, back to the general path
+            await _ROLLBACK_TO_SAVEPOINT.rows(session)
+        else:
+            taken, ips = wallet.Withdrawal(total, placed[0]), placed[1]
+            recorded = with_records and not alloc.shortfall(lines, ips)
     if ips is None:
         taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
