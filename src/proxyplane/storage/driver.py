@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -85,7 +85,18 @@ class DriverStatement:
         conn, dialect = await _connection(session)
         c = self._compile(dialect, frozenset(params))
         args = self._args(c, params)
-        return await _run(session, conn, dialect, c.sql, args, many=False)
+        return await _run(conn, dialect, c.sql, args, many=False)
+
+    async def rows_alone(self, engine: AsyncEngine, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """PostgreSQL: execute once on a pooled connection with no transaction around it (a lone read sees
+        one snapshot anyway): one round trip, where a unit of work sends BEGIN, the statement and ROLLBACK,
+        and builds a session. The connection goes back to the pool as it came (nothing to roll back)."""
+        params = params or {}
+        async with engine.connect() as conn:
+            fairy = await conn.get_raw_connection()
+            state = (conn.sync_connection, fairy.dbapi_connection, fairy.driver_connection)
+            c = self._compile(conn.dialect, frozenset(params))
+            return await _run(state, conn.dialect, c.sql, self._args(c, params), many=False, alone=True)
 
     async def scalar(self, session: AsyncSession, params: Mapping[str, Any] | None = None) -> Any:
         """The first column of the first row, or None."""
@@ -98,7 +109,7 @@ class DriverStatement:
             return
         conn, dialect = await _connection(session)
         c = self._compile(dialect, frozenset(params[0]))
-        await _run(session, conn, dialect, c.sql, [self._args(c, p) for p in params], many=True)
+        await _run(conn, dialect, c.sql, [self._args(c, p) for p in params], many=True)
 
 
 class DriverScript:
@@ -113,10 +124,10 @@ class DriverScript:
     async def run(self, session: AsyncSession) -> None:
         conn, dialect = await _connection(session)
         if dialect.name == "postgresql":
-            await _run(session, conn, dialect, self.sql, (), many=False, simple=True)
+            await _run(conn, dialect, self.sql, (), many=False, simple=True)
             return
         for part in self.parts:
-            await _run(session, conn, dialect, part, (), many=False)
+            await _run(conn, dialect, part, (), many=False)
 
 
 async def _connection(session: AsyncSession) -> tuple[Any, Any]:
@@ -138,9 +149,10 @@ async def _connection(session: AsyncSession) -> tuple[Any, Any]:
 
 
 async def _run(
-    session: AsyncSession, state: Any, dialect: Any, sql: str, args: Any, many: bool, simple: bool = False
+    state: Any, dialect: Any, sql: str, args: Any, many: bool, simple: bool = False, alone: bool = False
 ) -> list[Any]:
-    """`simple` (PostgreSQL, no args): sent as a simple query, which may hold several statements."""
+    """`simple` (PostgreSQL, no args): sent as a simple query, which may hold several statements.
+    `alone` (PostgreSQL): no transaction is begun for it."""
     sync_conn, adapted, driver = state  # adapted: SQLAlchemy's adapter around the driver connection
     if sync_conn._has_events or sync_conn.engine._has_events:
         for fn in sync_conn.dispatch.before_cursor_execute:
@@ -148,7 +160,7 @@ async def _run(
     try:
         if dialect.name == "postgresql":
             async with adapted._execute_mutex:
-                if adapted._transaction is None:  # BEGIN, as SQLAlchemy's first statement would
+                if adapted._transaction is None and not alone:  # BEGIN, as SQLAlchemy's first statement would
                     await adapted._start_transaction()
                 if many:
                     await driver.executemany(sql, args)

@@ -99,6 +99,26 @@ async def test_a_revocation_in_another_process_is_refused_within_the_cache_bound
     assert (await client.get(BALANCE, headers=bearer(key))).status_code == 401
 
 
+async def test_a_miss_reads_the_key_in_one_statement_as_stored(platform: Platform) -> None:
+    """PostgreSQL: the miss is the key read alone (no BEGIN, no unit of work); both engines: the
+    principal is the stored key's."""
+    account = await make_account(platform)
+    key = await account.key({"wallet:read", "catalog:read"})
+    async with platform.db.unit_of_work(write=False) as uow:
+        key_id = (
+            await uow.session.execute(select(ApiKey.id).where(ApiKey.customer_id == account.customer_id))
+        ).scalar_one()
+    key_cache_module.key_cache(platform.db).drop(key_id)  # a cold cache for this key
+    with statements(platform) as seen:
+        principal = await authenticate(platform.db, key, "127.0.0.9")
+    assert principal is not None and principal.key_id == key_id
+    assert principal.customer_id == account.customer_id
+    assert principal.scopes == frozenset({"wallet:read", "catalog:read"})
+    assert _reads_key(seen)
+    if not platform.db.is_sqlite:
+        assert len(seen) == 1, seen
+
+
 def test_a_read_started_before_a_drop_does_not_fill_the_cache() -> None:
     cache = KeyCache()
     principal = KeyPrincipal(uuid.uuid4(), 1, frozenset({"wallet:read"}))

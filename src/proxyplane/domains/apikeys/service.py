@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import cast
 
 from sqlalchemy import Table, bindparam, event, select, update
@@ -100,11 +101,15 @@ _KEY_BY_DIGEST = (
     .where(ApiKey.key_hash == bindparam("digest"))
 )
 
+# the same read on the driver, outside any transaction (a miss on PostgreSQL)
+_KEY_READ = DriverStatement(_KEY_BY_DIGEST)
+
 
 async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal | None:
     """The one key check shared by REST and MCP. Returns None for an unknown, revoked key or a
     disabled account. A valid key is remembered for CACHE_SECONDS (see cache.py for the bound); a miss
-    reads the key in a short read unit of work. Nothing is written here: the last use is recorded by
+    reads the key: on PostgreSQL one statement outside any transaction, on SQLite in a short read unit
+    of work. Nothing is written here: the last use is recorded by
     the request's own unit of work (`last_use_due` / `record_last_use`, called by invoke())."""
     if not raw.startswith(API_KEY_PREFIX) or len(raw) > 200:
         return None
@@ -114,11 +119,19 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
     if principal is not None:
         return principal
     generation = cache.generation
-    async with db.unit_of_work(write=False) as uow:
-        row = (await uow.session.execute(_KEY_BY_DIGEST, {"digest": digest})).first()
+    if db.is_sqlite:
+        async with db.unit_of_work(write=False) as uow:
+            row = (await uow.session.execute(_KEY_BY_DIGEST, {"digest": digest})).first()
+    else:  # PostgreSQL: one round trip, no unit of work (storage/driver.DriverStatement.rows_alone)
+        found = await _KEY_READ.rows_alone(db.engine, {"digest": digest})
+        row = found[0] if found else None
     if row is None:
         return None
     key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, confirm, status = row
+    if isinstance(scopes, str):  # JSON text from a driver without the JSON codec
+        scopes = json.loads(scopes)
+    if last_used_at is not None:  # as UTCDateTime gives it through the session
+        last_used_at = last_used_at.astimezone(UTC)
     if revoked_at is not None or status != "active":
         return None
     principal = KeyPrincipal(
