@@ -70,7 +70,8 @@ class Service(Base):
 
     number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)  # legacy numeric id
     service_id: Mapped[uuid.UUID] = mapped_column(unique=True, default=uuid.uuid4)
-    customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"), index=True)
+    # no index of its own: the (customer_id, ...) indexes serve it (migration 0022p)
+    customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"))
     product_kind: Mapped[str] = mapped_column(
         String(30)
     )  # proxy_datacenter|proxy_isp|proxy_personal|proxy_rotating
@@ -108,9 +109,8 @@ class ServiceIp(Base):
     __table_args__ = (UniqueConstraint("service_id", "ip_id", name="uq_service_ips_service_ip"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    service_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("services.service_id", ondelete="CASCADE"), index=True
-    )
+    # no index of its own: uq_service_ips_service_ip (service_id, ip_id) serves it (migration 0022p)
+    service_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("services.service_id", ondelete="CASCADE"))
     ip_id: Mapped[int] = mapped_column(ForeignKey("stock_ips.id"), index=True)
     address: Mapped[str] = mapped_column(String(45))
     port: Mapped[int | None] = mapped_column(Integer, nullable=True)  # None: the gateway's default port

@@ -37,7 +37,8 @@ class LedgerEntry(Base):
     __table_args__ = (Index("ix_ledger_entries_customer_seq", "customer_id", "seq", unique=True),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"), index=True)
+    # no index of its own: the (customer_id, seq) and (customer_id, id) indexes serve it (migration 0022p)
+    customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"))
     amount_cents: Mapped[int] = mapped_column(BigInteger)
     balance_after_cents: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(30))
