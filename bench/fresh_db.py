@@ -7,7 +7,9 @@ migrations run to the head. Only ever point it at a database of your own (a *_be
 from __future__ import annotations
 
 import os
+import random
 import uuid
+from typing import Any
 
 from sqlalchemy import text
 
@@ -61,3 +63,16 @@ async def one_buyer(db: Database, capacity: int, balance_cents: int, tag: str) -
         _, key = await create_key(uow.session, customer.id, "bench", frozenset(ALL_SCOPES))
         await uow.commit()
     return customer.id, key
+
+
+def order_body(country: str = "US", count: int | None = None, key: str | None = None) -> dict[str, Any]:
+    """A composite order's JSON body as the benches place it: `count` (default 7-12) datacenter IPs in
+    `country`, one whitelisted loopback address, paid from the balance, a fresh idempotency key."""
+    return {
+        "product_kind": "proxy_datacenter",
+        "period_months": 1,
+        "segments": [{"country": country, "count": count if count is not None else random.randint(7, 12)}],
+        "whitelist_ips": ["127.0.0.9"],
+        "use_balance": True,
+        "idempotency_key": key or uuid.uuid4().hex,
+    }

@@ -30,30 +30,17 @@ import asyncio  # noqa: E402
 import cProfile  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import random  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from bench.fresh_db import fresh_database, one_buyer  # noqa: E402
+from bench.fresh_db import fresh_database, one_buyer, order_body  # noqa: E402
 from bench.order_cpu import _order_in  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 
 CLIENT = ("127.0.0.9", 50000)
-
-
-def _order_body() -> dict[str, Any]:
-    return {
-        "product_kind": "proxy_datacenter",
-        "period_months": 1,
-        "segments": [{"country": "US", "count": random.randint(7, 12)}],
-        "whitelist_ips": ["127.0.0.9"],
-        "use_balance": True,
-        "idempotency_key": uuid.uuid4().hex,
-    }
 
 
 async def asgi_call(app: Any, method: str, path: str, key: str, body: bytes = b"") -> tuple[int, bytes]:
@@ -173,7 +160,7 @@ async def run(url: str, n: int, profile: str | None, layer: bool = False, ab: bo
             assert status == 200, status
 
         async def rest_order() -> None:
-            body = json.dumps(_order_body()).encode()
+            body = json.dumps(order_body()).encode()
             status, text = await asgi_call(app, "POST", "/api/v1/billing/composite/order", key, body)
             assert status == 201, text
 

@@ -28,17 +28,15 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 import asyncio  # noqa: E402
-import random  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import httpx  # noqa: E402
 from pyinstrument import Profiler  # noqa: E402
 
-from bench.fresh_db import fresh_database, one_buyer  # noqa: E402
+from bench.fresh_db import fresh_database, one_buyer, order_body  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
 from proxyplane.platform import Platform  # noqa: E402
 from proxyplane.storage.engine import Database  # noqa: E402
@@ -47,14 +45,7 @@ from proxyplane.storage.engine import Database  # noqa: E402
 def _order_in() -> Any:
     from proxyplane.domains.orders.ops import OrderIn
 
-    return OrderIn(
-        product_kind="proxy_datacenter",
-        period_months=1,
-        segments=[{"country": "US", "count": random.randint(7, 12)}],  # type: ignore[list-item]
-        whitelist_ips=["127.0.0.9"],
-        use_balance=True,
-        idempotency_key=uuid.uuid4().hex,
-    )
+    return OrderIn(**order_body())
 
 
 def layers(platform: Platform, customer_id: int, key: str) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
@@ -132,15 +123,7 @@ async def main(url: str, n: int, profile: str | None = None, parts: bool = False
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
 
             async def order() -> None:
-                body = {
-                    "product_kind": "proxy_datacenter",
-                    "period_months": 1,
-                    "segments": [{"country": "US", "count": random.randint(7, 12)}],
-                    "whitelist_ips": ["127.0.0.9"],
-                    "use_balance": True,
-                    "idempotency_key": uuid.uuid4().hex,
-                }
-                r = await client.post("/api/v1/billing/composite/order", json=body, headers=headers)
+                r = await client.post("/api/v1/billing/composite/order", json=order_body(), headers=headers)
                 assert r.status_code == 201, r.text
 
             async def balance() -> None:

@@ -47,7 +47,7 @@ from typing import Any  # noqa: E402
 import httpx  # noqa: E402
 from sqlalchemy import insert, text  # noqa: E402
 
-from bench.fresh_db import fresh_database  # noqa: E402
+from bench.fresh_db import fresh_database, order_body  # noqa: E402
 from bench.rawhttp import RawConnection  # noqa: E402
 from proxyplane.core.scopes import ALL_SCOPES  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
@@ -218,17 +218,6 @@ async def wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
                 pass
             await asyncio.sleep(0.1)
     raise RuntimeError("proxyplane serve did not start")
-
-
-def order_body(country: str, count: int, key: str | None = None) -> dict[str, Any]:
-    return {
-        "product_kind": "proxy_datacenter",
-        "period_months": 1,
-        "segments": [{"country": country, "count": count}],
-        "whitelist_ips": ["127.0.0.9"],
-        "use_balance": True,
-        "idempotency_key": key or uuid.uuid4().hex,
-    }
 
 
 class Buyers:
