@@ -23,6 +23,7 @@ def serve_all(settings: Settings) -> None:
     platform = Platform(settings)
     from proxyplane.adapters.legacy.server import legacy_parts
     from proxyplane.cli.gateway import gateway_part
+    from proxyplane.cli.http_writes import WriteCoalescingProtocol
     from proxyplane.observability import logs
     from proxyplane.observability.http import metrics_part
     from proxyplane.observability.settings import ObservabilitySettings
@@ -43,6 +44,7 @@ def serve_all(settings: Settings) -> None:
         host=settings.api_host,
         port=settings.api_port,
         log_level="info",
+        http=WriteCoalescingProtocol,  # one socket write per response (cli/http_writes.py)
         proxy_headers=False,
         log_config=None,  # logs.from_env above; the access line is observability/http.py's (with request id)
         access_log=False,
