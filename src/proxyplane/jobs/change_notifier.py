@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from proxyplane.gateway.changes import CHANNEL, PAGE, ChangeFeed
 from proxyplane.jobs.background import background
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import Database
 
 log = logging.getLogger("proxyplane.change_notifier")
@@ -32,6 +33,7 @@ LOCK_KEY = 0x70705F6E6F74  # "pp_not": one notifier per cluster
 TRY_LOCK = text(f"SELECT pg_try_advisory_lock({LOCK_KEY})")
 UNLOCK = text(f"SELECT pg_advisory_unlock({LOCK_KEY})")
 NOTIFY = text(f"SELECT pg_notify('{CHANNEL}', '')")
+_NOTIFY = DriverStatement(NOTIFY)  # on the driver connection, as the feed's reads (storage/driver.py)
 
 
 class ChangeNotifier:
@@ -76,7 +78,7 @@ class ChangeNotifier:
         self.active = True
         feed = ChangeFeed(postgres=True)
         await feed.mark(session)
-        await session.execute(NOTIFY)  # anything committed before this notifier started
+        await _NOTIFY.rows(session)  # anything committed before this notifier started
         self.sent += 1
         self.ready.set()
         while not await _wait(stop, self.interval):
@@ -84,7 +86,7 @@ class ChangeNotifier:
             if batch.keys or batch.reload_all:
                 if batch.reload_all:
                     await feed.mark(session)
-                await session.execute(NOTIFY)
+                await _NOTIFY.rows(session)
                 self.sent += 1
 
 
