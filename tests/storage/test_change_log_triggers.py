@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from bench.scale.generate import generate
 from sqlalchemy import String, cast, delete, insert, select, text, update
 
 from proxyplane.core.clock import utcnow
@@ -17,6 +16,7 @@ from proxyplane.platform import Platform
 from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.gateway_changes import GatewayChange
 from tests.domains.stock.support import unique_loopback
+from tests.gateway.test_store_changes import generated
 
 pytestmark = pytest.mark.anyio
 POOLS = ("proxy_isp", "proxy_datacenter")
@@ -90,16 +90,6 @@ async def test_a_rolled_back_savepoint_does_not_hide_a_later_change(platform: Pl
         await uow.commit()
 
 
-async def _services(platform: Platform, n: int) -> list[uuid.UUID]:
-    tag = uuid.uuid4().hex[:8]
-    await generate(platform.db.url, n, n, tag=tag, term_days=3650)
-    async with platform.db.unit_of_work(write=False) as uow:
-        rows = await uow.session.execute(
-            select(Service.service_id).where(Service.login.like(f"s{tag}%")).order_by(Service.number)
-        )
-        return list(rows.scalars())
-
-
 async def _service_seqs(session, ids: list[uuid.UUID]) -> list[int]:  # type: ignore[no-untyped-def]
     """Each service's seq in the log (0: none); its key is the id as the database stores it as text."""
     rows = await session.execute(
@@ -112,7 +102,7 @@ async def _service_seqs(session, ids: list[uuid.UUID]) -> list[int]:  # type: ig
 
 
 async def test_every_service_statement_is_logged(platform: Platform) -> None:
-    a, b = await _services(platform, 2)
+    a, b = await generated(platform, 2, 2)
     ip = 0
 
     async def whitelist(service: uuid.UUID) -> None:
