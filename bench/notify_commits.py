@@ -40,13 +40,21 @@ FUNCTIONS = (
 )
 
 
+def with_notify(definition: str) -> str:
+    """The old body: the NOTIFY block before the function's LAST `RETURN NULL;`, the end of its logging
+    path (migration 0022p added an early `RETURN NULL` for statements with nothing new to log: a block
+    placed before that one never ran, and the old variant measured no NOTIFY at all)."""
+    last = list(MIGRATION.RETURN_NULL.finditer(definition))[-1]
+    return definition[: last.start()] + MIGRATION.NOTIFY_SQL + definition[last.start() :]
+
+
 async def set_functions(conn: Any, notify: bool) -> int:
     """Rewrite every pp_log_* function with (old) or without (new) the NOTIFY block; returns how many."""
     changed = 0
     for (definition,) in await conn.fetch(FUNCTIONS):
         has = MIGRATION.NOTIFY_BLOCK.search(definition) is not None
         if notify and not has:
-            new = MIGRATION.RETURN_NULL.sub(lambda m: MIGRATION.NOTIFY_SQL + m.group(0), definition, count=1)
+            new = with_notify(definition)
         elif not notify and has:
             new = MIGRATION.NOTIFY_BLOCK.sub("", definition)
         else:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+
+from tests.bench.databases import own_database
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,35 +25,25 @@ INVARIANTS = (
 )
 
 
-async def _database(url: str, name: str, create: bool) -> None:
-    """Create or drop database `name` on the server of `url` (the bench drops the schema it is given: it
-    gets one of its own, never the suite's)."""
-    admin = create_async_engine(url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as conn:
-            sql = f'CREATE DATABASE "{name}"' if create else f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
-            await conn.execute(text(sql))
-    finally:
-        await admin.dispose()
-
-
 async def test_small_size_serves_every_order_and_every_invariant_holds(database_url: str) -> None:
     args = [sys.executable, str(ROOT / "bench" / "platform.py"), "--size", "small", "--no-data"]
-    name = ""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYPLANE_")}
     if database_url.startswith("postgresql"):
-        name = f"pp_bench_{uuid.uuid4().hex[:8]}"
-        await _database(database_url, name, create=True)
-        args += ["--no-sqlite", "--pg", database_url.rsplit("/", 1)[0] + "/" + name]
-    try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYPLANE_")}
+        async with own_database(database_url) as url:
+            done = subprocess.run(
+                [*args, "--no-sqlite", "--pg", url],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+    else:
         done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    finally:
-        if name:
-            await _database(database_url, name, create=False)
     report = done.stdout
     assert done.returncode == 0, report[-3000:] + done.stderr[-3000:]
     assert "| orders refused or failed | 0 | 0 | yes |" in report, report
     for invariant in INVARIANTS:
         assert f"| invariant: {invariant} | 0 broken | 0 | yes |" in report, report
-    if name:
+    if database_url.startswith("postgresql"):
         assert "| two serve processes vs one: orders/s |" in report
