@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from bench.scale.generate import generate
-from sqlalchemy import event, select, update
+from sqlalchemy import event, func, select, update
 
 from proxyplane.core.clock import utcnow
 from proxyplane.gateway.access import ServiceEntry
@@ -248,6 +248,35 @@ async def test_a_transaction_committing_after_a_later_one_is_not_missed(platform
         assert sync.table.get(str(x)).max_connections == 11  # type: ignore[union-attr]
         assert sync.table.get(str(y)).max_connections == 12  # type: ignore[union-attr]
         assert not sync.feed.holes
+
+
+async def test_a_full_load_catches_up_only_the_transactions_open_during_it(platform) -> None:
+    """A transaction still open at a full load, whose change has a lower seq than the load's mark, is read
+    once it commits; the keys of a transaction that committed BEFORE the load are not read again, even
+    while an older transaction (`old`) was open (they were once, and then pushed a node with a small
+    max_incremental into a second full reload)."""
+    if platform.db.is_sqlite:
+        pytest.skip("SQLite commits in seq order: nothing is open at a load")
+    late, a, b = await generated(platform, 3, 3)
+    async with platform.db.unit_of_work() as old, platform.db.unit_of_work() as open_:
+        await old.session.execute(select(func.pg_current_xact_id()))  # an xid, nothing written
+        await open_.session.execute(
+            update(Service).where(Service.service_id == late).values(max_connections=5)
+        )  # its seq is taken now, below the next one
+        await set_max_connections(platform, [a, b], 7)  # committed before the load
+        async with store_sync(platform, max_incremental=1) as sync:
+            reloads = sync.full_reloads
+            assert sync.table.get(str(late)).max_connections == 100  # type: ignore[union-attr]
+            await open_.commit()
+            await old.rollback()
+            await eventually(lambda: _poll_until(sync, late, 5))
+            assert sync.full_reloads == reloads
+            assert [sync.table.get(str(s)).max_connections for s in (a, b)] == [7, 7]  # type: ignore[union-attr]
+
+
+async def _poll_until(sync: StoreSync, sid: uuid.UUID, max_connections: int) -> bool:
+    await sync.poll()
+    return sync.table.get(str(sid)).max_connections == max_connections  # type: ignore[union-attr]
 
 
 async def test_term_end_switches_the_service_off_without_a_change(platform, statements) -> None:

@@ -9,9 +9,12 @@ xmax at the time it was seen and re-reads it (``UNION ALL ... WHERE seq = ANY(:h
 per hole; a UNION, not an OR: PostgreSQL's generic plan for ``seq > $1 OR seq = ANY($2)`` walks the whole
 seq index, 130 ms at 250,000 rows) until a snapshot's xmin has passed that xmax: by then the transaction
 that held the number has ended, and the same read saw its row if it committed. The snapshot bounds come
-from the poll statement itself. A fresh full load records the same bounds and, once they pass, reads once
-the rows of the transactions that were still open then (``xid >= xmin``). SQLite has one writer at a time
-and commits in seq order: no holes.
+from the poll statement itself. A fresh full load records the same bounds and the transactions its snapshot
+saw in progress (``pg_snapshot_xip``); once the bounds pass, it reads once the rows those transactions
+wrote (``xid = ANY(:open)``; no statement when none was open). Not ``xid >= xmin``: that also re-read the
+keys of transactions that had committed before the load while an older one was still open, and a handful
+of those pushed a node over ``max_incremental`` into a needless second full reload. SQLite has one
+writer at a time and commits in seq order: no holes.
 
 Wake-ups: on PostgreSQL the change notifier (jobs/change_notifier.py, with the job worker) reads the log
 every 50 ms with this same reader and sends NOTIFY proxyplane_changes in its own statement when it
@@ -57,10 +60,13 @@ SQLITE_READ = text(
 PG_MARK = text(
     "SELECT coalesce((SELECT max(seq) FROM gateway_changes), 0), "
     "pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
-    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+    "pg_snapshot_xmax(pg_current_snapshot())::text::bigint, "
+    "ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS x)"
 )
 SQLITE_MARK = text("SELECT coalesce(max(seq), 0) FROM gateway_changes")
-PG_OPEN_AT_LOAD = text("SELECT seq, key FROM gateway_changes WHERE xid >= :lo AND seq <= :last")
+PG_OPEN_AT_LOAD = text(
+    "SELECT seq, key FROM gateway_changes WHERE xid = ANY(:open) AND seq <= :last"
+).bindparams(bindparam("open", type_=ARRAY(BigInteger)))
 # PostgreSQL's reads run on the driver connection (storage/driver.py): the change notifier reads every
 # 50 ms in every serve process, each read through the session's statement path cost ~0.3 ms of CPU
 _PG_READ, _PG_MARK, _PG_OPEN_AT_LOAD = (DriverStatement(s) for s in (PG_READ, PG_MARK, PG_OPEN_AT_LOAD))
@@ -96,13 +102,14 @@ class ChangeFeed:
         self.postgres = postgres
         self.last = 0
         self.holes: dict[int, int] = {}  # seq -> xmax of the snapshot that first missed it
-        self._catchup: tuple[int, int, int] | None = None  # (xmin, xmax, last) of the last full load
+        # (xmax, last, transactions in progress) of the last full load's snapshot
+        self._catchup: tuple[int, int, list[int]] | None = None
 
     async def mark(self, session: AsyncSession) -> None:
         """Before a full load: everything up to the current max seq is about to be read."""
         if self.postgres:
-            last, lo, hi = (await _PG_MARK.rows(session))[0]
-            self._catchup = (int(lo), int(hi), int(last))
+            last, _lo, hi, in_progress = (await _PG_MARK.rows(session))[0]
+            self._catchup = (int(hi), int(last), [int(x) for x in in_progress])
         else:
             last = (await session.execute(SQLITE_MARK)).scalar_one()
         self.last, self.holes = int(last), {}
@@ -154,12 +161,13 @@ class ChangeFeed:
         # a hole whose xmax this snapshot's xmin has passed was read by this very statement if it committed
         for seq in [s for s, x in self.holes.items() if x <= lo]:
             del self.holes[seq]
-        if self._catchup is not None and lo >= self._catchup[1]:
-            xmin, _, last = self._catchup
+        if self._catchup is not None and lo >= self._catchup[0]:
+            _, last, in_progress = self._catchup
             self._catchup = None
-            for _, key in await _PG_OPEN_AT_LOAD.rows(session, {"lo": xmin, "last": last}):
-                batch.keys.add(key)
-            batch.statements += 1
+            if in_progress:
+                for _, key in await _PG_OPEN_AT_LOAD.rows(session, {"open": in_progress, "last": last}):
+                    batch.keys.add(key)
+                batch.statements += 1
         return fresh == PAGE
 
 
