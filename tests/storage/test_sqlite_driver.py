@@ -141,6 +141,25 @@ async def test_long_statements_go_to_the_thread(db: Database) -> None:
         await uow.commit()
 
 
+async def test_a_statement_slow_once_comes_back_to_the_loop_when_fast_on_the_thread(db: Database) -> None:
+    """One slow run (a collector pass, a page fault) must not send an ordinary statement to the thread for
+    good: it runs there once, fast, and is back on the loop from then on."""
+    insert = "INSERT INTO t (v) VALUES (?) RETURNING id"
+    sqlite_driver._SlowStatements.note(insert, (1000,), sqlite_driver.SLOW_SECONDS * 2)  # as if slow once
+    try:
+        async with db.unit_of_work() as uow:
+            adapted = await _adapter(uow)
+            before = _jobs(adapted)
+            await _INSERT.scalar(uow.session, {"v": 1001})
+            assert _jobs(adapted) == before + 1  # marked: on the thread, where it runs fast
+            await _INSERT.scalar(uow.session, {"v": 1002})
+            await _INSERT.scalar(uow.session, {"v": 1003})
+            assert _jobs(adapted) == before + 1  # back on the loop
+            await uow.commit()
+    finally:
+        sqlite_driver._SlowStatements.sizes.pop(insert, None)
+
+
 async def test_an_error_on_the_loop_is_sqlalchemys_and_the_transaction_goes_on(db: Database) -> None:
     async with db.unit_of_work() as uow:
         await _INSERT.scalar(uow.session, {"v": 1})

@@ -94,7 +94,11 @@ class _SlowStatements:
     """Statement texts once slow on the loop, each with the smallest size of its parameters then (the
     bit length of its largest integer parameter: a LIMIT, a count). The same text with parameters at least
     that size goes to the thread; a smaller one stays on the loop (one 10,000-IP order does not send every
-    small order's allocation to the thread)."""
+    small order's allocation to the thread). A mark corrects itself: a statement of a marked text that
+    then runs on the thread in under half of SLOW_SECONDS (its thread's CPU) raises the text's size above
+    its own, so statements of that size come back to the loop. One ordinary statement that was slow once
+    (a garbage-collector pass or a page fault inside it) had sent every order's `INSERT INTO services` to
+    the thread for the rest of the process's life: a thread hop per order."""
 
     sizes: dict[str, int] = {}
 
@@ -105,6 +109,14 @@ class _SlowStatements:
                 cls.sizes.clear()
             size = _size(params)
             cls.sizes[sql] = min(size, cls.sizes.get(sql, size))
+
+    @classmethod
+    def ran_on_thread(cls, sql: str, params: Any, seconds: float) -> None:
+        if seconds < SLOW_SECONDS / 2:
+            smallest = cls.sizes.get(sql)
+            size = _size(params)
+            if smallest is not None and size >= smallest:
+                cls.sizes[sql] = size + 1
 
     @classmethod
     def slow(cls, sql: str, params: Any) -> bool:
@@ -223,7 +235,8 @@ class Connection(AsyncAdapt_aiosqlite_connection):
 
     async def run_on_thread(self, cursor: Any, sql: str, params: Any, many: bool) -> list[Any] | None:
         """Execute and fetch as ONE job on the connection's thread."""
-        rows = await self._connection._execute(_execute, cursor, sql, params, many)
+        rows, seconds = await self._connection._execute(_timed_execute, cursor, sql, params, many)
+        _SlowStatements.ran_on_thread(sql, params, seconds)
         self._ran(sql)
         return rows
 
@@ -344,6 +357,15 @@ def _execute(cursor: sqlite3.Cursor, sql: str, params: Any, many: bool) -> list[
         return None
     cursor.execute(sql, () if params is None else params)
     return cursor.fetchall() if cursor.description else None
+
+
+def _timed_execute(
+    cursor: sqlite3.Cursor, sql: str, params: Any, many: bool
+) -> tuple[list[Any] | None, float]:
+    """_execute on the connection's thread, with the CPU that thread spent on it."""
+    start = time.thread_time()
+    rows = _execute(cursor, sql, params, many)
+    return rows, time.thread_time() - start
 
 
 async def _inline(value: Any) -> Any:
