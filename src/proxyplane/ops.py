@@ -341,7 +341,8 @@ async def _invoke_keyed(
     assert caller.customer_id is not None
     req_hash = _request_hash(data)
     used = utcnow()
-    async with platform.db.unit_of_work(write=True) as uow:
+    # lean (PostgreSQL): no AsyncSession unless the operation uses the ORM (storage/driver.LeanSession)
+    async with platform.db.unit_of_work(write=True, lean=True) as uow:
         use_due = last_use_due(platform.db, caller.key_id, caller.client_ip, used)
         claimed = await _claim(uow, op, caller.customer_id, key, req_hash)  # on PostgreSQL with its BEGIN
         if use_due:  # after the claim, so that the claim still goes with the BEGIN (one round trip)

@@ -7,15 +7,16 @@ import random
 import time
 import weakref
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from proxyplane.core.call import CallContext
 from proxyplane.storage import sqlite_driver, transaction
-from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.driver import DriverStatement, LeanSession
 
 
 class Database:
@@ -58,8 +59,10 @@ class Database:
             lock = self._write_locks[loop] = asyncio.Lock()
         return lock
 
-    def unit_of_work(self, write: bool = True) -> UnitOfWork:
-        return UnitOfWork(self, write)
+    def unit_of_work(self, write: bool = True, lean: bool = False) -> UnitOfWork:
+        """`lean` (PostgreSQL only; ignored on SQLite): the session is a LeanSession (storage/driver.py), a
+        checked-out connection until something needs the ORM."""
+        return UnitOfWork(self, write, lean=lean and not self.is_sqlite)
 
     async def warm(self, connections: int | None = None) -> int:
         """PostgreSQL: open up to `connections` pool connections at once (default: the pool's size) and
@@ -149,10 +152,12 @@ class UnitOfWork:
     """One transaction per adapter call. Services use `uow.session` and never commit.
     Leaving without commit() rolls back (close() ends the transaction); loaded objects stay readable."""
 
-    def __init__(self, db: Database, write: bool) -> None:
+    def __init__(self, db: Database, write: bool, lean: bool = False) -> None:
         self.db = db
         self.write = write
+        self.lean = lean
         self._session: AsyncSession | None = None
+        self._lean: LeanSession | None = None
         self._after_commit: list[Any] = []
         self._lock: asyncio.Lock | None = None
         self.call = CallContext()  # typed per-call state services reach via core.call.call_context
@@ -177,9 +182,14 @@ class UnitOfWork:
             await lock.acquire()
             self._lock = lock
         try:
-            self._session = self.db.sessions()
+            if self.lean:
+                sync_conn = await greenlet_spawn(self.db.engine.sync_engine.connect)
+                self._lean = LeanSession(self.db.sessions, self.db.engine, sync_conn)
+                self._session = cast(AsyncSession, self._lean)
+            else:
+                self._session = self.db.sessions()
+                await transaction.open_connection(self._session, _OPTIONS[self.write])
             self.call.attach(self._session)
-            await transaction.open_connection(self._session, _OPTIONS[self.write])
         except BaseException:
             self._release()
             raise
@@ -193,7 +203,10 @@ class UnitOfWork:
     async def commit(self, final: bool = False) -> None:
         """Commit. `final`: nothing runs in this unit of work after it (invoke), so on SQLite too the COMMIT
         goes to the driver connection instead of through Session.commit (storage/transaction.commit)."""
-        if not await transaction.commit(self.session, final):
+        lean = self._lean
+        if lean is not None and lean.real is None:
+            await transaction.commit_state(lean.state)
+        elif not await transaction.commit(self.session, final):
             await self.session.commit()
         self._committed()
 
@@ -212,11 +225,20 @@ class UnitOfWork:
             cb()
 
     async def rollback(self) -> None:
-        await self.session.rollback()
+        lean = self._lean
+        if lean is None:
+            await self.session.rollback()
+            return
+        if lean.real is not None:
+            await lean.real.rollback()
+        await greenlet_spawn(lean.state[0][1].rollback)  # the driver's transaction, if still open
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._lean is not None:
+            await self._close_lean(self._lean, exc_type is not None)
+            return
         try:
             if exc_type is not None:
                 await self.session.rollback()
@@ -225,4 +247,21 @@ class UnitOfWork:
                 await self.session.close()
             finally:
                 self._session = None
+                self._release()
+
+    async def _close_lean(self, lean: LeanSession, failed: bool) -> None:
+        """The real session (if any) closed, then the connection back to the pool: its return rolls back a
+        transaction still open (an error, or no commit), as a session's close does."""
+        try:
+            if lean.real is not None:
+                try:
+                    if failed:
+                        await lean.real.rollback()
+                finally:
+                    await lean.real.close()
+        finally:
+            self._session = self._lean = None
+            try:
+                await greenlet_spawn(lean.state[0][0].close)
+            finally:
                 self._release()

@@ -39,7 +39,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from proxyplane.storage.driver import _STATE, DriverStatement
+from proxyplane.storage.driver import _STATE, DriverStatement, LeanSession
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")  # asyncpg's positional parameters in a compiled statement
 # statements worth preparing (name -> SQL with $n parameters), and per driver connection the names it holds
@@ -133,17 +133,18 @@ async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapp
     if found is None:
         return False
     (sync_conn, adapted, driver), dialect = found
-    sync = session.sync_session
-    txn = sync.get_transaction()
-    if txn is None or not txn.is_active or type(adapted._transaction) is not _Begun:
+    if type(adapted._transaction) is not _Begun:
         return False
-    if _commit_listened(sync, sync_conn):
-        return False
+    sync = None if type(session) is LeanSession and session.real is None else session.sync_session
+    if sync is not None:
+        txn = sync.get_transaction()
+        if txn is None or not txn.is_active or _commit_listened(sync, sync_conn):
+            return False
     try:
         sql, _name = _sql(stmt, dialect, params, driver)
     except (TypeError, ValueError):
         return False
-    if sync.new or sync.dirty or sync.deleted:
+    if sync is not None and (sync.new or sync.dirty or sync.deleted):
         await session.flush()
     _before_cursor(sync_conn, sql, stmt, dialect, params)
     async with adapted._execute_mutex:
@@ -155,6 +156,20 @@ async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapp
             raise _translated(exc, adapted, dialect, sql) from exc
         adapted._transaction = None  # committed (a failure above leaves it open, to be rolled back)
     return True
+
+
+async def commit_state(state: tuple[Any, Any]) -> None:
+    """PostgreSQL: COMMIT the transaction open on a unit of work's connection (`state`: a LeanSession's),
+    nothing when none is (no statement ran)."""
+    (_sync_conn, adapted, _driver), dialect = state
+    async with adapted._execute_mutex:
+        begun, adapted._transaction = adapted._transaction, None
+        if begun is None:
+            return
+        try:
+            await begun.commit()
+        except Exception as exc:
+            raise _translated(exc, adapted, dialect, "COMMIT") from exc
 
 
 class _Begun:
@@ -234,8 +249,11 @@ async def _prepare(driver: Any, name: str) -> bool:
 def _simple_state(session: AsyncSession) -> tuple[Any, Any] | None:
     """The transaction's driver state when simple queries with literal values may be sent on it
     (PostgreSQL, a connection opened by `open_connection`, standard_conforming_strings on), else None."""
-    txn = session.sync_session.get_transaction()
-    cached = _STATE.get(txn) if txn is not None else None
+    if type(session) is LeanSession:
+        cached = session.state
+    else:
+        txn = session.sync_session.get_transaction()
+        cached = _STATE.get(txn) if txn is not None else None
     if cached is None or cached[1].name != "postgresql":
         return None
     if getattr(cached[0][2].get_settings(), "standard_conforming_strings", None) != "on":
