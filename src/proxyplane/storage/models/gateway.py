@@ -9,8 +9,8 @@
 - `proxy_settings`: the session mode, pin and sticky TTL of a rotating service, and the last password
   rotation key (sha256) that makes PUT .../proxy/auth repeatable.
 
-Every change to what a service grants also bumps `services.updated_at` in the same transaction: that is
-the change marker the gateway nodes poll (indexed below).
+Every change to what a service grants also bumps `services.updated_at` in the same transaction. Gateway
+nodes follow the change log (`gateway_changes`, 0012c), not this column: its index was dropped (0023p).
 """
 
 import uuid
@@ -21,14 +21,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.models.base import Base
-from proxyplane.storage.models.services import Service
 from proxyplane.storage.types import UTCDateTime
 
 SESSION_MODES: tuple[str, ...] = ("rotating", "sticky", "pinned")
 PURGE_SID = "*"
-
-# the gateway's change marker: services changed since a time
-Index("ix_services_updated_at", Service.updated_at)
 
 
 class UsageMinute(Base):

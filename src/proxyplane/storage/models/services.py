@@ -126,9 +126,8 @@ class ServiceWhitelist(Base):
     __table_args__ = (UniqueConstraint("service_id", "ip", name="uq_service_whitelist_service_ip"),)
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    service_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("services.service_id", ondelete="CASCADE"), index=True
-    )
+    # no index of its own: uq_service_whitelist_service_ip (service_id, ip) serves it (migration 0023p)
+    service_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("services.service_id", ondelete="CASCADE"))
     ip: Mapped[str] = mapped_column(String(45))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
