@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
@@ -279,6 +280,32 @@ async def invoke(
     return result
 
 
+# this call's result and the JSON text stored for it (set in the caller's context: invoke is awaited)
+_DUMPED: ContextVar[tuple[Any, str] | None] = ContextVar("pp_dumped", default=None)
+_BY_ALIAS: dict[type[BaseModel], bool] = {}
+
+
+def _dump_is_by_alias(model: type[BaseModel]) -> bool:
+    """Whether `model_dump_json()` of `model` is also its by-alias dump: its serialization schema is the
+    same by alias or not (no alias, serialization alias or alias generator anywhere in it). Once per model."""
+    same = _BY_ALIAS.get(model)
+    if same is None:
+        try:
+            by_alias = model.model_json_schema(by_alias=True, mode="serialization")
+            same = by_alias == model.model_json_schema(by_alias=False, mode="serialization")
+        except Exception:  # noqa: BLE001 - no schema to compare: dumped by alias apart, as before
+            same = False
+        _BY_ALIAS[model] = same
+    return same
+
+
+def dumped_json(result: Any) -> str | None:
+    """The by-alias JSON text of `result` when this call's idempotency record stored exactly that text for
+    that very object (an order's response is then dumped once, not twice), else None."""
+    found = _DUMPED.get()
+    return found[1] if found is not None and found[0] is result else None
+
+
 class _JsonText(TypeDecorator[str]):
     """A JSON column's value bound as JSON text already serialized: no second serialization."""
 
@@ -360,6 +387,8 @@ async def _invoke_keyed(
         if store:
             # dumped once, straight to JSON text (pydantic-core; was a dict, then json.dumps)
             response = result.model_dump_json() if isinstance(result, BaseModel) else "{}"
+            if isinstance(result, BaseModel) and _dump_is_by_alias(type(result)):
+                _DUMPED.set((result, response))  # the REST door's body: the same text (dumped_json)
             record = {
                 "record_customer": caller.customer_id,
                 "record_operation": op.name,

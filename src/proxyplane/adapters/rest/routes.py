@@ -20,7 +20,7 @@ from proxyplane.adapters.rest.fast import FastOperation
 from proxyplane.adapters.rest.openapi import error_responses, link_responses, optional_security
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
-from proxyplane.ops import Auth, Caller, Operation, invoke, served
+from proxyplane.ops import Auth, Caller, Operation, dumped_json, invoke, served
 from proxyplane.platform import Platform
 
 JSON = "application/json"
@@ -195,8 +195,10 @@ def _response(op: Operation, result: Any) -> Any:
             headers={"Content-Disposition": f'inline; filename="{getattr(result, name_field)}"'},
         )
     if type(result) is op.output:
-        # serialized once, here: FastAPI would validate the instance again before the same dump
-        return Response(result.model_dump_json(by_alias=True), status_code=op.status_code, media_type=JSON)
+        # serialized once, here: FastAPI would validate the instance again before the same dump; a keyed
+        # call's text stored with its idempotency record when it is the same (ops.dumped_json)
+        content = dumped_json(result) or result.model_dump_json(by_alias=True)
+        return Response(content, status_code=op.status_code, media_type=JSON)
     return result
 
 
