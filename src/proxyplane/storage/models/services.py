@@ -111,6 +111,7 @@ class ServiceIp(Base):
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     # no index of its own: uq_service_ips_service_ip (service_id, ip_id) serves it (migration 0022p)
     service_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("services.service_id", ondelete="CASCADE"))
+    # PostgreSQL: both references are checked by per-statement triggers, not foreign keys (0024p)
     ip_id: Mapped[int] = mapped_column(ForeignKey("stock_ips.id"), index=True)
     address: Mapped[str] = mapped_column(String(45))
     port: Mapped[int | None] = mapped_column(Integer, nullable=True)  # None: the gateway's default port
