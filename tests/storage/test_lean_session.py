@@ -6,10 +6,10 @@ everything back. SQLite ignores `lean` (a plain session): the same results on bo
 from __future__ import annotations
 
 import uuid
-from typing import Any, cast
+from typing import cast
 
 import pytest
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,6 +18,7 @@ from proxyplane.platform import Platform
 from proxyplane.storage import transaction
 from proxyplane.storage.driver import DriverStatement, LeanSession
 from proxyplane.storage.models import IdempotencyRecord
+from tests.storage.test_transaction import _CLAIM, _STORE, _record, _stored
 from tests.support import make_account
 
 pytestmark = pytest.mark.anyio
@@ -26,30 +27,6 @@ _INSERT = {
     "postgresql": DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing()),
     "sqlite": DriverStatement(sqlite_insert(_RECORDS).on_conflict_do_nothing()),
 }
-_CLAIM = DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing())
-_STORE = DriverStatement(
-    update(_RECORDS).where(_RECORDS.c.key == bindparam("record_key")).values(response=bindparam("response"))
-)
-
-
-def _record(customer_id: int, key: str) -> dict[str, Any]:
-    return {
-        "customer_id": customer_id,
-        "operation": "lean_test",
-        "key": key,
-        "request_hash": "h",
-        "response": {},
-    }
-
-
-async def _keys(platform: Platform, customer_id: int) -> dict[str, Any]:
-    async with platform.db.unit_of_work(write=False) as uow:
-        rows = await uow.session.execute(
-            select(IdempotencyRecord.key, IdempotencyRecord.response).where(
-                IdempotencyRecord.customer_id == customer_id
-            )
-        )
-        return {r.key: r.response for r in rows}
 
 
 async def test_driver_statements_and_commit_without_a_session(platform: Platform) -> None:
@@ -67,7 +44,7 @@ async def test_driver_statements_and_commit_without_a_session(platform: Platform
         else:
             assert status == "INSERT 0 1"
             assert type(lean) is LeanSession and lean.real is None  # no AsyncSession was built
-    assert await _keys(platform, cid) == {"a": {}, "b": {"x": 1}}
+    assert await _stored(platform, cid) == {"a": {}, "b": {"x": 1}}
 
 
 async def test_the_orm_joins_the_same_transaction(platform: Platform) -> None:
@@ -85,7 +62,7 @@ async def test_the_orm_joins_the_same_transaction(platform: Platform) -> None:
             lean = cast(LeanSession, uow.session)
             assert lean.real is not None
         await uow.commit(final=True)
-    assert set(await _keys(platform, cid)) == {"seen", "added", "after"}
+    assert set(await _stored(platform, cid)) == {"seen", "added", "after"}
 
 
 @pytest.mark.parametrize("orm", [False, True])
@@ -101,8 +78,8 @@ async def test_an_error_or_no_commit_rolls_everything_back(platform: Platform, o
             raise RuntimeError("handler failed")
     async with platform.db.unit_of_work(lean=True) as uow:  # left without commit
         await _INSERT[uow.dialect].rows(uow.session, _record(cid, "uncommitted"))
-    assert await _keys(platform, cid) == {}
+    assert await _stored(platform, cid) == {}
     async with platform.db.unit_of_work(lean=True) as uow:  # the connections came back usable
         await _INSERT[uow.dialect].rows(uow.session, _record(cid, uuid.uuid4().hex))
         await uow.commit(final=True)
-    assert len(await _keys(platform, cid)) == 1
+    assert len(await _stored(platform, cid)) == 1
