@@ -5,7 +5,7 @@ the wall time per request. A shared machine stretches wall time far more than CP
 
     .venv/bin/python bench/order_cpu.py postgresql://postgres@127.0.0.1:55432/pp_a_bench 300
     .venv/bin/python bench/order_cpu.py sqlite:////tmp/pp_order_cpu.db 300
-    .venv/bin/python bench/order_cpu.py <url> 300 /tmp/order.txt  # + pyinstrument profile
+    .venv/bin/python bench/order_cpu.py <url> 300 /tmp/order.txt  # + pyinstrument profile (pip install it)
     .venv/bin/python bench/order_cpu.py <url> 300 --parts  # + the same order one layer lower each time
 
 `--parts` splits an order's CPU by removing one layer at a time (same orders, same process): the whole
@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import httpx  # noqa: E402
-from pyinstrument import Profiler  # noqa: E402
 
 from bench.fresh_db import fresh_database, one_buyer, order_body  # noqa: E402
 from proxyplane.core.settings import Settings  # noqa: E402
@@ -139,9 +138,11 @@ async def main(url: str, n: int, profile: str | None = None, parts: bool = False
             for name, call in calls:
                 for _ in range(20):  # warm-up: statement caches, pool
                     await call()
-                prof = (
-                    Profiler(interval=0.0005, async_mode="disabled") if profile and name == "order" else None
-                )
+                prof = None
+                if profile and name == "order":
+                    from pyinstrument import Profiler  # a tool of the profile run only (not installed by CI)
+
+                    prof = Profiler(interval=0.0005, async_mode="disabled")
                 wall, cpu = time.perf_counter(), time.process_time()
                 if prof is not None:
                     prof.start()
