@@ -1,0 +1,23 @@
+"""issue 33 (operator accounts, roles, operator keys, audit log)
+
+Reserved in the chain so that engineers working in parallel keep one head: this revision's owner replaces
+the body (and this docstring) with the real schema change. Until then it changes nothing.
+
+Revision ID: 0028
+Revises: 0027
+"""
+
+from collections.abc import Sequence
+
+revision: str = "0028"
+down_revision: str | Sequence[str] | None = "0027"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

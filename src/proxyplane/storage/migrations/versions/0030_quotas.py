@@ -1,0 +1,23 @@
+"""issue 32 (metered traffic: quotas, periods, traffic top-ups)
+
+Reserved in the chain so that engineers working in parallel keep one head: this revision's owner replaces
+the body (and this docstring) with the real schema change. Until then it changes nothing.
+
+Revision ID: 0030
+Revises: 0029
+"""
+
+from collections.abc import Sequence
+
+revision: str = "0030"
+down_revision: str | Sequence[str] | None = "0029"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
