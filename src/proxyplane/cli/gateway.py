@@ -67,7 +67,12 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
     db = Database(url)
     node_id = f"{shared.host_id}-w{worker}" if shared is not None else None
     node = GatewayNode(
-        db, SecretBox(settings.resolved_secret_key()), GatewaySettings(), home=settings.home, node_id=node_id
+        db,
+        SecretBox(settings.resolved_secret_key()),
+        GatewaySettings(),
+        home=settings.home,
+        node_id=node_id,
+        worker=worker,  # its usage spool: PROXYPLANE_HOME/usage-spool/w<worker>
     )
     if shared is not None:
         as_worker(node, shared, worker)

@@ -42,7 +42,9 @@ class GatewaySettings(BaseSettings):
     static_socks_port: int = 1080
     tls_cert: str = ""
     tls_key: str = ""
-    usage_flush_seconds: float = 2.0
+    usage_flush_seconds: float = 2.0  # spooled usage -> the store (gateway/usage_spool.py)
+    usage_spool_seconds: float = 1.0  # metered usage -> the node's spool file: what a SIGKILL may lose
+    usage_spool_max_mb: int = 512  # the spool's bound on disk (a store outage of hours at most)
     poll_seconds: float = 0.25
     in_serve: bool = True  # `proxyplane serve` runs a gateway node in the API process
     dev_allow_loopback: bool = False  # destinations on loopback allowed (development; see above)

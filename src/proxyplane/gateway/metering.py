@@ -205,12 +205,17 @@ class Meter:
             metrics.flushed(False, 0, time.perf_counter() - start)
             raise
         metrics.flushed(True, len(rows), time.perf_counter() - start)
+        if not getattr(sink, "defers_flush_marks", False):  # a spool marks them once in the store
+            self.mark_flushed(rows)
+        return len(rows)
+
+    def mark_flushed(self, rows: list[UsageRow]) -> None:
+        """These rows of this meter are in the store now (its totals, loaded with an entry, include them)."""
         for row in rows:
             if "/" in row.service_id and row.service_id in self.sub_counts:
                 counts = self.sub_counts[row.service_id]
                 counts[2] += row.bytes_up + row.bytes_down
                 counts[3] += row.requests
-        return len(rows)
 
     async def run(self, sink: UsageSink, interval: float = 5.0) -> None:
         """Harvest every second and flush every ``interval`` seconds until cancelled (then flush once)."""

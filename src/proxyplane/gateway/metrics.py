@@ -141,6 +141,9 @@ GAUGES = {
     "descriptor_budget": "Descriptors the node may use for connections (limit minus reserve)",
     "descriptors_charged": "Descriptors charged to admitted connections",
     "draining": "1 while the node drains (SIGTERM: listeners closed, open tunnels finishing)",
+    "usage_spool_bytes": "Bytes of metered usage in the node's spool, not yet in the store",
+    "usage_spool_files": "Usage batches in the node's spool, not yet in the store",
+    "store_unreachable": "1 while the store refuses the node's usage writes (usage is spooled)",
 }
 COLLECTOR = NodeCollector()
 REGISTRY.register(COLLECTOR)

@@ -2,7 +2,7 @@
 
     GET /metrics   Prometheus text format (prometheus_client's default registry)
     GET /livez     200 while the event loop answers
-    GET /readyz    200 when ``ready()`` says so, else 503 (with the reason as the body)
+    GET /readyz    200 when ``ready()`` says so ("degraded: ..." when ``degraded()`` names a fault), else 503
 
 A few lines of asyncio, no framework: the gateway imports no web framework, and a scrape must not depend
 on the customer-facing listeners. Bind it to a private address (PROXYPLANE_GATEWAY_METRICS_HOST)."""
@@ -24,8 +24,8 @@ Readiness = Callable[[], str | None]
 
 
 class MetricsServer:
-    def __init__(self, host: str, port: int, ready: Readiness) -> None:
-        self.host, self.port, self.ready = host, port, ready
+    def __init__(self, host: str, port: int, ready: Readiness, degraded: Readiness | None = None) -> None:
+        self.host, self.port, self.ready, self.degraded = host, port, ready, degraded
         self.server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -69,7 +69,9 @@ class MetricsServer:
             except Exception as exc:  # a readiness check that fails says not ready, never 500
                 reason = f"readiness check failed: {type(exc).__name__}"
             if reason is None:
-                return "200 OK", text, b"ready\n"
+                # serving, but say what is wrong (a balancer keeps the node: it still serves)
+                worse = self.degraded() if self.degraded is not None else None
+                return "200 OK", text, f"degraded: {worse}\n".encode() if worse else b"ready\n"
             return "503 Service Unavailable", text, f"not ready: {reason}\n".encode()
         return "404 Not Found", text, b"/metrics, /livez, /readyz\n"
 

@@ -6,10 +6,13 @@ Settings: proxyplane.core.gateway_settings.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
 import ssl
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,8 @@ from .node_limits import NodeCounts
 from .server import Gateway, GatewayConfig
 from .sticky_sync import SharedRouter, StickySync
 from .store import StoreSync
-from .usage_sink import store_sink
+from .usage_sink import write_batches
+from .usage_spool import UsageSpool
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,7 @@ class GatewayNode:
         home: Path | None = None,
         node_id: str | None = None,
         data_plane: DataPlaneSettings | None = None,
+        worker: int = 0,
     ) -> None:
         self.db, self.settings = db, settings
         data_plane = dataclasses.replace(
@@ -112,11 +117,21 @@ class GatewayNode:
             static_socks_port=port_or_none(settings.static_socks_port),
             static_bind=settings.static_bind_addresses(),
             ssl_context=tls,
-            flush_interval=settings.usage_flush_seconds,
+            flush_interval=settings.usage_spool_seconds,  # the meter's flushes go to the spool
         )
-        self.gateway = Gateway(
-            self.table, config, settings=data_plane, router=self.router, sink=store_sink(db)
+        if home is None:  # no home (a library caller): a spool of this process only
+            spool_root = Path(tempfile.mkdtemp(prefix="proxyplane-usage-spool-"))
+        else:
+            spool_root = home / "usage-spool"
+        self.spool = UsageSpool(
+            spool_root,
+            worker,
+            lambda batches: write_batches(db, batches),
+            max_bytes=settings.usage_spool_max_mb * 1024 * 1024,
         )
+        self.gateway = Gateway(self.table, config, settings=data_plane, router=self.router, sink=self.spool)
+        self.spool.on_applied = self.gateway.ctx.meter.mark_flushed
+        self._spool_job: asyncio.Future[None] | None = None
         self.counts = NodeCounts(
             db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
         )
@@ -133,7 +148,19 @@ class GatewayNode:
     def gauges(self) -> dict[str, float]:
         """The node's part of the gateway metrics (metrics.NodeCollector)."""
         age = time.time() - self.polled if self.polled else 0.0
-        return {"access_table_services": len(self.table), "store_poll_age_seconds": age}
+        return {
+            "access_table_services": len(self.table),
+            "store_poll_age_seconds": age,
+            "usage_spool_bytes": self.spool.bytes,
+            "usage_spool_files": self.spool.files,
+            "store_unreachable": 1.0 if self.spool.store_error is not None else 0.0,
+        }
+
+    def degraded(self) -> str | None:
+        """Serving, but not as it should: the store cannot take usage (it is spooled meanwhile)."""
+        if self.spool.store_error is not None:
+            return f"store unreachable, usage spooled ({self.spool.files} batches): {self.spool.store_error}"
+        return None
 
     def not_ready(self) -> str | None:
         """Readiness: None once the access table is loaded and the listeners are open, until a drain."""
@@ -148,7 +175,9 @@ class GatewayNode:
         port = port_or_none(self.settings.metrics_port)
         if port is None:
             return
-        self.metrics = MetricsServer(self.settings.metrics_host, port + worker if port else 0, self.not_ready)
+        self.metrics = MetricsServer(
+            self.settings.metrics_host, port + worker if port else 0, self.not_ready, self.degraded
+        )
         try:
             await self.metrics.start()
         except OSError as exc:  # metrics must never keep the node from serving
@@ -162,6 +191,7 @@ class GatewayNode:
         await self.sticky.start()
         await self.counts.start()
         await self.gateway.start()
+        self._spool_job = asyncio.ensure_future(self.spool.run(self.settings.usage_flush_seconds))
         try:
             await self.addresses.start()
         except Exception:  # the exit-IP report must never keep the node from serving
@@ -174,7 +204,10 @@ class GatewayNode:
         self.sticky.notify()
 
     async def flush_usage(self) -> int:
-        return await self.gateway.meter.flush(store_sink(self.db))
+        """Everything metered so far into the store now (through the spool); the rows counted."""
+        rows = await self.gateway.meter.flush(self.spool)
+        await self.spool.drain()
+        return rows
 
     def listeners(self) -> list[str]:
         lines = []
@@ -214,7 +247,12 @@ class GatewayNode:
 
     async def close(self) -> None:
         metrics.COLLECTOR.sources.discard(self)
-        await self.gateway.close()  # flushes usage once more
+        await self.gateway.close()  # the meter's last rows into the spool
+        if self._spool_job is not None:
+            self._spool_job.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._spool_job
+        await self.spool.close(self.settings.drain_seconds or 5.0)  # the rest stays for the next start
         if self.metrics is not None:
             await self.metrics.close()
         await self.addresses.close()

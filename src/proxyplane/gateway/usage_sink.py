@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -22,6 +23,7 @@ from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.repos import usage_batches
 from proxyplane.storage.rollups import rollup_values
 
 from .metering import UsageRow, UsageSink
@@ -164,21 +166,40 @@ async def add_usage(
     )
 
 
-async def write_usage(db: Database, rows: list[UsageRow]) -> None:
+async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow]) -> None:
     minutes, errors = usage_values(rows)
     exit_errors = exit_error_values(rows)
     sub_minutes, sub_errors = subuser_values(rows)
     sub_exit = subuser_exit_error_values(rows)
-    insert = sqlite_insert if db.is_sqlite else pg_insert
+    insert = sqlite_insert if sqlite else pg_insert
+    await add_usage(s, sqlite, minutes, errors)
+    await upsert(
+        s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
+    )
+    if sub_minutes or sub_errors or sub_exit:  # the sub-users' rows, counters, limit events (issue 18)
+        await apply_usage(s, sqlite, sub_minutes, sub_errors, sub_exit)
+
+
+async def write_usage(db: Database, rows: list[UsageRow]) -> None:
     async with db.unit_of_work(write=True) as uow:
-        s = uow.session
-        await add_usage(s, db.is_sqlite, minutes, errors)
-        await upsert(
-            s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
-        )
-        if sub_minutes or sub_errors or sub_exit:  # the sub-users' rows, counters, limit events (issue 18)
-            await apply_usage(s, db.is_sqlite, sub_minutes, sub_errors, sub_exit)
+        await _add_rows(uow.session, db.is_sqlite, rows)
         await uow.commit()
+
+
+async def write_batches(db: Database, batches: list[tuple[str, list[UsageRow]]]) -> set[str]:
+    """Add the rows of the spooled batches not applied yet (issue 35), claiming their ids in the same
+    transaction (storage/repos/usage_batches.claim): a batch replayed after a lost acknowledgement, a
+    crash or by a second worker adds nothing. Returns the ids applied now."""
+    now = datetime.now(UTC)
+    async with db.unit_of_work(write=True) as uow:
+        fresh = await usage_batches.claim(uow.session, [b for b, _ in batches], now)
+        rows = [row for batch_id, batch in batches if batch_id in fresh for row in batch]
+        if rows:
+            await _add_rows(uow.session, db.is_sqlite, rows)
+        if now.minute == 0 and now.second < 2:  # about once an hour per writer
+            await usage_batches.prune(uow.session, now)
+        await uow.commit()
+    return fresh
 
 
 def store_sink(db: Database) -> UsageSink:

@@ -24,6 +24,7 @@ from proxyplane.storage.models.services import (
     ServiceWhitelist,
 )
 from proxyplane.storage.models.stock import StockIp
+from proxyplane.storage.models.usage_batches import UsageBatch
 from proxyplane.storage.models.wallet import Deposit, IdempotencyRecord, LedgerEntry, LoginEvent, Wallet
 from proxyplane.storage.models.web import LoginFailure, WebSession
 from proxyplane.storage.models.webhooks import (
@@ -57,6 +58,7 @@ __all__ = [
     "NotificationSettings",
     "Ticket",
     "TicketMessage",
+    "UsageBatch",
     "WebhookDelivery",
     "WebhookEndpoint",
 ]
