@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import time
@@ -25,6 +26,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from proxyplane.platform import Platform
+from proxyplane.storage.outage import RETRY_AFTER_SECONDS, is_outage
 
 from . import health
 from .logs import PLAIN, REQUEST_ID
@@ -39,6 +41,7 @@ ASGIApp = Callable[
 HEADER = b"x-request-id"
 _SANE = re.compile(r"^[A-Za-z0-9._\-]{8,64}$")
 access_log = logging.getLogger("proxyplane.access")
+log = logging.getLogger(__name__)
 
 
 def request_id(scope: Scope) -> str:
@@ -82,15 +85,25 @@ class RequestMiddleware:
         status = 500
         start = time.perf_counter()
 
+        started = False
+
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, started = int(message["status"]), True
                 message = {**message, "headers": [*message.get("headers", ()), (HEADER, rid.encode())]}
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            if started or not is_outage(exc):
+                raise
+            log.warning(
+                "store unreachable: %s %s answered 503 (%s)", scope.get("method"), route_of(scope), exc
+            )
+            status = 503
+            await _unavailable(send_with_id)
         finally:
             seconds = time.perf_counter() - start
             route, method = route_of(scope), scope.get("method", "")
@@ -98,6 +111,23 @@ class RequestMiddleware:
             if access_log.isEnabledFor(logging.INFO):
                 access_log.handle(access_record(method, route, scope.get("path", ""), status, seconds))
             REQUEST_ID.reset(token)
+
+
+async def _unavailable(send: Callable[[Message], Awaitable[None]]) -> None:
+    """503 + Retry-After in the API's error shape: the store is unreachable, nothing was done."""
+    body = json.dumps(
+        {
+            "error": "service_unavailable",
+            "message": "the platform's database is unreachable; nothing was changed, retry later",
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 _SERIES: dict[tuple[str, str, int], tuple[Any, Any]] = {}

@@ -18,6 +18,8 @@ from proxyplane.core.call import CallContext
 from proxyplane.storage import sqlite_driver, transaction
 from proxyplane.storage.driver import DriverStatement, LeanSession
 
+CONNECT_TIMEOUT_SECONDS = 5.0
+
 
 class Database:
     def __init__(self, url: str, **engine_kwargs: Any) -> None:
@@ -29,6 +31,10 @@ class Database:
                 engine_kwargs.setdefault("module", sqlite_driver.dbapi())
         else:
             engine_kwargs.setdefault("pool_size", 30)
+            # a store that does not answer fails a request within seconds (503 + Retry-After, issue 35),
+            # never hangs it: connect timeout, and the wait for a pooled connection
+            engine_kwargs.setdefault("connect_args", {"timeout": CONNECT_TIMEOUT_SECONDS})
+            engine_kwargs.setdefault("pool_timeout", CONNECT_TIMEOUT_SECONDS)
             engine_kwargs.setdefault("max_overflow", 10)
             engine_kwargs.setdefault("pool_recycle", POOL_RECYCLE_SECONDS)
             # the most recently returned connection first: at low load a few backends stay hot and the

@@ -26,6 +26,7 @@ from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Customer, WebSession
+from proxyplane.storage.outage import RETRY_AFTER_SECONDS, is_outage
 
 log = logging.getLogger("proxyplane.web")
 HERE = Path(__file__).parent
@@ -225,7 +226,13 @@ class WebRoute(APIRoute):
                 )
             except DomainError as exc:
                 return error_page(request, exc.http_status, "Request refused", exc.message)
-            except Exception:
+            except Exception as exc:
+                if is_outage(exc):  # the store is unreachable: nothing was done (issue 35)
+                    page = error_page(
+                        request, 503, "Temporarily unavailable", "Please try again in a few seconds."
+                    )
+                    page.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+                    return page
                 log.exception("dashboard error on %s", request.url.path)
                 return error_page(request, 500, "Something went wrong", "The error was logged; please retry.")
 

@@ -1,0 +1,42 @@
+"""Is this exception the store being unreachable (issue 35)? One answer for every door.
+
+A refused or reset connection, a connect or pool timeout, a server shutting down or in recovery, a
+connection the pool found broken: the request did not happen (or was rolled back with its transaction),
+so the caller may retry it later; doors answer 503 with Retry-After instead of a bare 500.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+RETRY_AFTER_SECONDS = 2
+
+# PostgreSQL SQLSTATE classes/codes that mean "not now": 08 connection exceptions, 57P01-57P03 admin
+# shutdown / crash shutdown / cannot connect now
+_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def is_outage(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _one(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _one(exc: BaseException) -> bool:
+    if isinstance(exc, PoolTimeout | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, OSError) and exc.errno is not None:  # connect(): refused, unreachable
+        return True
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if isinstance(exc, asyncpg.PostgresConnectionError | asyncpg.InterfaceError):
+        return True
+    state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+    return isinstance(state, str) and state.startswith(_STATES)
