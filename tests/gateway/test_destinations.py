@@ -21,10 +21,26 @@ pytestmark = pytest.mark.anyio
 
 def test_default_policy_refuses_internal_ranges_and_loopback_unless_allowed():
     policy = DestinationPolicy()
-    for address in ("169.254.169.254", "10.1.2.3", "172.16.0.1", "172.31.255.254", "192.168.0.1",
-                    "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "fd00:ec2::254", "fe80::1",
-                    "::ffff:10.0.0.1", "::ffff:169.254.169.254", "127.0.0.1", "127.9.9.9", "::1", "::",
-                    "not-an-ip"):
+    for address in (
+        "169.254.169.254",
+        "10.1.2.3",
+        "172.16.0.1",
+        "172.31.255.254",
+        "192.168.0.1",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "255.255.255.255",
+        "fd00:ec2::254",
+        "fe80::1",
+        "::ffff:10.0.0.1",
+        "::ffff:169.254.169.254",
+        "127.0.0.1",
+        "127.9.9.9",
+        "::1",
+        "::",
+        "not-an-ip",
+    ):
         assert not policy.allowed(address), address
     for address in ("8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"):
         assert policy.allowed(address), address
@@ -120,3 +136,46 @@ async def test_udp_datagrams_to_denied_destinations_are_dropped(udp_echo):
         assert udp_echo.peers == []
     finally:
         await gateway.close()
+
+
+def test_own_listeners_refused_on_every_local_address_and_the_exact_remote_ones():
+    dev = DestinationPolicy(allow_loopback=True)
+    dev.add_own([("127.0.0.1", 8000), ("0.0.0.0", 3128), ("198.51.100.9", 5432)])
+    for address in ("127.0.0.1", "127.0.0.9", "::1", "::ffff:127.0.0.1", "0.0.0.0", "::", "64:ff9b::7f00:1"):
+        assert not dev.permits(address, 8000) and not dev.permits(address, 3128), address
+    assert dev.permits("127.0.0.1", 8001) and dev.permits("::1", 8001)
+    assert dev.permits("8.8.8.8", 3128)  # not this host: another proxy on the internet is fine
+    assert not dev.permits("198.51.100.9", 5432)  # the database, wherever it is
+    assert not dev.permits("not-an-ip", 8001)
+    dev.allow("127.0.0.1", 3128)  # never over an own listener
+    assert not dev.permits("127.0.0.1", 3128)
+
+
+def test_an_exact_allowance_opens_one_address_and_port_only():
+    policy = DestinationPolicy(allow_exact=[("127.0.0.1", 8090)])
+    assert policy.permits("127.0.0.1", 8090) and policy.permits("::ffff:127.0.0.1", 8090)
+    assert not policy.permits("127.0.0.1", 8091) and not policy.permits("127.0.0.2", 8090)
+    assert not policy.permits("64:ff9b::a00:1", 80)  # NAT64 of 10.0.0.1
+
+
+def test_platform_listeners_from_the_settings():
+    from proxyplane.core.gateway_settings import GatewaySettings
+    from proxyplane.core.settings import Settings as Core
+    from proxyplane.gateway.destinations import endpoint
+    from proxyplane.gateway.own_listeners import database_listeners, platform_listeners
+
+    assert endpoint("127.0.0.1:8090") == ("127.0.0.1", 8090) and endpoint("[::1]:1") == ("::1", 1)
+    with pytest.raises(ValueError):
+        endpoint("localhost:80")
+    assert database_listeners("sqlite+aiosqlite:////tmp/x.db") == []
+    assert database_listeners("postgresql+asyncpg://u:p@127.0.0.1/db") == [
+        ("0.0.0.0", 5432),
+        ("127.0.0.1", 5432),
+    ]
+    assert database_listeners("postgresql://u@localhost:6543/db")[0] == ("0.0.0.0", 6543)
+    gw = GatewaySettings(metrics_port=9300, https_port=-1, static_bind="0.0.0.0")
+    core = Core(api_port=8123, database_url="postgresql://u@127.0.0.1:7777/db")
+    listed = platform_listeners(core, gw, workers=3)
+    ports = {port for _, port in listed}
+    assert {8123, 8080, 1080, 3128, 3129, 9300, 9301, 9302, 7777} <= ports and 8443 not in ports
+    assert ("127.0.0.1", 7777) in listed

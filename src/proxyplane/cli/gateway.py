@@ -18,8 +18,10 @@ from proxyplane.cli import heap
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.core.settings import get_settings
+from proxyplane.gateway.destinations import DestinationPolicy
 from proxyplane.gateway.node import GatewayNode
 from proxyplane.gateway.node_limits import NodeCounts
+from proxyplane.gateway.own_listeners import api_listeners, gateway_listeners
 from proxyplane.gateway.workers import HostShared, Supervisor, default_workers
 from proxyplane.platform import Platform
 
@@ -27,22 +29,58 @@ from proxyplane.platform import Platform
 @contextlib.asynccontextmanager
 async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
     """Lifespan part of `serve`: start a node, subscribe it to 'entitlements_changed', print listeners."""
-    settings = GatewaySettings()
-    if "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK" not in os.environ:  # the embedded demo: all on loopback
-        settings = settings.model_copy(update={"dev_allow_loopback": True})
+    settings = GatewaySettings()  # loopback destinations only with PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK
     if not settings.in_serve:
         yield None
         return
     node = GatewayNode(platform.db, platform.secrets, settings, home=platform.settings.home)
+    policy = node.gateway.ctx.destinations
+    policy.add_own(api_listeners(platform.settings))  # `serve --host/--port` as really listened on
+    origin = await _demo_origin(policy)
     await node.start()
     platform.on("entitlements_changed", node.notify)
     for line in node.listeners():
         print(f"  gateway        {line}", flush=True)
+    if settings.metrics_port >= 0:  # the gateway's metrics inside serve: its own port, as a gateway node
+        await node.serve_metrics()
+        server = node.metrics.server if node.metrics is not None else None
+        if server is not None:
+            port = server.sockets[0].getsockname()[1]
+            print(
+                f"  gateway        metrics http://{settings.metrics_host}:{port}/metrics (/livez /readyz)",
+                flush=True,
+            )
     try:
         yield node
     finally:
         await node.drain()  # uvicorn has drained the API; open tunnels get DRAIN_SECONDS
         await node.close()
+        if origin is not None:
+            origin.close()
+
+
+async def _demo_origin(policy: DestinationPolicy) -> asyncio.Server | None:
+    """PROXYPLANE_DEMO_ORIGIN (run.sh): start the demo origin and let exactly it through the proxies."""
+    from proxyplane.gateway import demo_origin
+
+    where = demo_origin.configured()
+    if where is None:
+        return None
+    host, port = where
+    if port in policy.own_ports:
+        print(f"  demo origin    not started: port {port} is one of the platform's own", flush=True)
+        return None
+    try:
+        server = await demo_origin.start(host, port)
+    except OSError as exc:
+        print(f"  demo origin    not started on {host}:{port}: {exc.strerror}", flush=True)
+        return None
+    policy.allow(host, port)
+    url = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    print(
+        f"  demo origin    {url}   (PROXYPLANE_DEMO_ORIGIN: the one loopback destination allowed)", flush=True
+    )
+    return server
 
 
 def as_worker(node: GatewayNode, shared: HostShared, worker: int) -> None:
@@ -76,6 +114,8 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
     )
     if shared is not None:
         as_worker(node, shared, worker)
+        # every worker's metrics port (METRICS_PORT + i) is the platform's own, not only this one's
+        node.gateway.ctx.destinations.add_own(gateway_listeners(node.settings, shared.workers))
     await node.start()
     await node.serve_metrics(worker)  # PROXYPLANE_GATEWAY_METRICS_PORT + worker: /metrics /livez /readyz
     heap.settle()  # start-up's objects frozen: no full collection pass stalls the tunnels (cli/heap.py)

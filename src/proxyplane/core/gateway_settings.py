@@ -8,7 +8,8 @@ these), STATIC_HTTP_PORT 3128, STATIC_HTTPS_PORT 3129, STATIC_SOCKS_PORT 1080 (o
 static service), TLS_CERT / TLS_KEY (default: a self-signed pair generated under PROXYPLANE_HOME),
 USAGE_FLUSH_SECONDS 2, POLL_SECONDS 0.25, IN_SERVE true (`proxyplane serve` runs a node),
 DEV_ALLOW_LOOPBACK (let customers reach destinations on 127.0.0.0/8 and ::1: development only; default
-false, but `proxyplane serve` turns it on unless it is set: its demo traffic is all on loopback),
+false, and no command turns it on: the demo's destination is PROXYPLANE_DEMO_ORIGIN, gateway/demo_origin.py;
+the platform's own listeners stay refused even with it on, gateway/destinations.py),
 DENY_DESTINATIONS "default" (comma-separated networks customers may not reach through the proxy; the
 word "default" stands for the built-in private/link-local/metadata list of gateway/destinations.py, so
 "default,198.51.100.7/32" adds to it and "10.0.0.0/8" replaces it),
@@ -18,7 +19,8 @@ STATIC_BIND "0.0.0.0,::" (the wildcard addresses the static ports listen on: one
 address, the exit IP being the address the client dialed; a family the host lacks is skipped),
 FD_RESERVE 0 (descriptors kept back from the open-files limit; 0: max(64, limit / 20)), SERVICE_FD_SHARE
 0.5 (the fraction of the node's descriptor budget one service may hold; see gateway/capacity.py),
-METRICS_HOST 127.0.0.1 / METRICS_PORT -1 (the node's /metrics, /livez, /readyz; worker i of
+METRICS_HOST 127.0.0.1 / METRICS_PORT -1 (the node's /metrics, /livez, /readyz, the node inside
+`proxyplane serve` included, next to the API's own PROXYPLANE_METRICS_PORT; worker i of
 `proxyplane gateway --workers N` on METRICS_PORT + i; -1: not served), DRAIN_SECONDS 30 (on SIGTERM a
 node stops accepting and lets open connections finish for this long, then flushes usage and exits).
 A port set to -1 is not opened.

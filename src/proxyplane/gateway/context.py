@@ -34,6 +34,9 @@ class Settings:
     sweep_interval: float = 1.0  # how often the timeouts above are checked (see deadlines.py)
     deny_destinations: tuple[str, ...] = DEFAULT_DENY  # networks customers may not reach (destinations.py)
     allow_loopback: bool = False  # development only: let destinations on 127.0.0.0/8 and ::1 through
+    # the platform's listeners, never destinations (own_listeners.py); None: as the environment configures
+    own_listeners: tuple[tuple[str, int], ...] | None = None
+    allow_destinations: tuple[tuple[str, int], ...] = ()  # single address:port let through (demo origin)
     tunnel_engine: bool = True  # plain HTTP and SOCKS5 listeners served by the C engine when it is built
     fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: max(64, limit / 20)); capacity.py
     service_fd_share: float = 0.5  # the fraction of the descriptor budget one service may hold

@@ -27,6 +27,7 @@ from .destinations import DestinationPolicy
 from .http_conn import HttpProxyConnection
 from .limits import ConnectionLimiter
 from .metering import Meter, UsageSink
+from .own_listeners import platform_listeners
 from .routing import Router
 from .socks_conn import Socks5Connection
 from .tunnels import Listener, TunnelEngine, available
@@ -63,6 +64,10 @@ class Gateway:
                            settings, UpstreamPool(settings.max_idle_upstreams_per_destination,
                                                   settings.upstream_idle_timeout))
         self.ctx.destinations = DestinationPolicy(settings.deny_destinations, settings.allow_loopback)
+        own = settings.own_listeners
+        self.ctx.destinations.add_own(platform_listeners() if own is None else own)
+        for address, port in settings.allow_destinations:
+            self.ctx.destinations.allow(address, port)
         self.ctx.capacity = Capacity(settings.fd_reserve, settings.service_fd_share)
         self.sink = sink
         self._gateway_servers: dict[str, asyncio.Server | Listener] = {}
@@ -133,6 +138,7 @@ class Gateway:
             for kind, port in _ports(cfg.gateway_http_port, cfg.gateway_https_port, cfg.gateway_socks_port):
                 self._gateway_servers[kind] = await self._listen(cfg.gateway_host, port, kind, False)
         await self.open_static_listeners()
+        self.ctx.destinations.add_own(self.bound())  # port 0 resolved: what this process really listens on
         self._jobs.append(asyncio.ensure_future(self._sweeper()))
         if self.sink is not None:
             self._jobs.append(asyncio.ensure_future(self.ctx.meter.run(self.sink, cfg.flush_interval)))
@@ -175,6 +181,13 @@ class Gateway:
         if left:
             log.warning("drain: %d connection(s) still open after %.1f s; closing", left, seconds)
         return left
+
+    def bound(self) -> list[tuple[str, int]]:
+        """The (address, port) of every open listener."""
+        servers = list(self._gateway_servers.values())
+        servers += [s for group in self._static_servers.values() for s in group.values()]
+        return [(str(name[0]), int(name[1])) for server in servers for name in
+                (sock.getsockname() for sock in server.sockets)]
 
     def gateway_port(self, kind: str) -> int:
         """The bound port of a gateway listener (useful with port 0)."""

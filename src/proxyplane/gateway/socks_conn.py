@@ -275,7 +275,7 @@ class UdpAssociation:
         if family != exit_family:
             self.ctx.error(self.service_id, dgram.host, "address_family")
             return
-        if not self.ctx.destinations.allowed(dgram.host):
+        if not self.ctx.destinations.permits(dgram.host, dgram.port):
             self.ctx.error(self.service_id, dgram.host, "blocked")
             return
         self.send(dgram.host, (dgram.host, dgram.port), dgram.payload)
@@ -289,7 +289,7 @@ class UdpAssociation:
             return
         if infos and self.exit_side is not None:
             addr = (str(infos[0][4][0]), port)
-            if not self.ctx.destinations.allowed(addr[0]):
+            if not self.ctx.destinations.permits(addr[0], port):
                 self.ctx.error(self.service_id, host, "blocked")
                 return
             self.names[addr] = host

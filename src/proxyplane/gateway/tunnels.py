@@ -335,7 +335,7 @@ class TunnelEngine:
         if literal_family(host) is None:
             rec.task = self._spawn(self.resolve_and_open(cid, rec, ok_reply))
             return
-        if not self.ctx.destinations.allowed(host):
+        if not self.ctx.destinations.permits(host, port):  # the engine dials this literal (inet_pton)
             self.upstream_failed(cid, rec, upstream_error(BlockedDestination(host), host, port))
             return
         self.engine.connect(cid, host, port, rec.exit_ip, ok_reply)

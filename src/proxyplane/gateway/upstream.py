@@ -84,8 +84,8 @@ async def resolve(loop: asyncio.AbstractEventLoop, exit_ip: str, host: str, port
         raise
     if not infos:
         raise socket.gaierror("no address")
-    address = str(infos[0][4][0])
-    if not policy.allowed(address):
+    address = str(infos[0][4][0])  # the caller dials exactly this literal: checked here, no second lookup
+    if not policy.permits(address, port):
         raise BlockedDestination(address)
     return address
 
@@ -152,7 +152,7 @@ def _connect_coro(loop: asyncio.AbstractEventLoop, factory: Callable[[], P], exi
                   ) -> Coroutine[Any, Any, tuple[asyncio.BaseTransport, P]]:
     if literal_family(host) is None:
         return _resolve_and_connect(loop, factory, exit_ip, host, port, policy)
-    if not policy.allowed(host):
+    if not policy.permits(host, port):
         return _refuse(host)
     return _connect_from(loop, factory, exit_ip, host, port)
 

@@ -6,6 +6,8 @@ Checks, each a ``Finding`` (ok, a problem to fix, or a note):
   proxy passwords and signs sessions), and it decrypts the proxy passwords already stored;
 - the exit IPs of the stock: how many are local to this host (served by a gateway node here), the others
   needing another gateway host (``--gateway``: none local is a problem);
+- the destination rules: a relaxed one (loopback allowed, a private range out of the deny-list, the demo
+  origin let through) is a problem to fix;
 - the ports this host's processes will listen on are free (listen_check, as `serve` does before starting);
 - the open-files limit against what the configuration needs: two descriptors per proxied connection, the
   node's reserve, and the largest per-service connection limit sold (one service may hold SERVICE_FD_SHARE
@@ -139,6 +141,57 @@ async def check_exit_ips(db: Database, gateway: bool) -> list[Finding]:
     return [Finding("exit IPs", True if local else None, note)]
 
 
+def uncovered(spec: str) -> list[str]:
+    """The built-in deny-list's networks a PROXYPLANE_GATEWAY_DENY_DESTINATIONS value leaves open."""
+    import ipaddress
+
+    from proxyplane.gateway.destinations import DEFAULT_DENY, deny_list
+
+    nets = [ipaddress.ip_network(n) for n in deny_list(spec)]
+    out = []
+    for default in map(ipaddress.ip_network, DEFAULT_DENY):
+        if not any(n.version == default.version and default.subnet_of(n) for n in nets):  # type: ignore[arg-type]
+            out.append(str(default))
+    return out
+
+
+def check_destinations(settings: Settings, gw: GatewaySettings) -> list[Finding]:
+    """Every relaxed destination rule is a problem on a provider host (gateway/destinations.py): customers'
+    proxies would reach this host's loopback, its private networks or the demo origin."""
+    from proxyplane.gateway import demo_origin
+    from proxyplane.gateway.own_listeners import platform_listeners
+
+    problems = []
+    if gw.dev_allow_loopback:
+        problems.append(
+            "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK is on: customers' proxies reach services on this "
+            "host's loopback (development only: unset it)"
+        )
+    try:
+        missing = uncovered(gw.deny_destinations)
+    except ValueError as exc:
+        missing, problems = [], [*problems, f"PROXYPLANE_GATEWAY_DENY_DESTINATIONS: {exc}"]
+    if missing:
+        problems.append(
+            f"PROXYPLANE_GATEWAY_DENY_DESTINATIONS leaves {len(missing)} private/reserved range(s) open, "
+            f'e.g. {", ".join(missing[:4])} (keep "default" in it)'
+        )
+    try:
+        origin = demo_origin.configured()
+    except ValueError as exc:
+        origin, problems = None, [*problems, f"PROXYPLANE_DEMO_ORIGIN: {exc}"]
+    if origin is not None:
+        problems.append(
+            f"PROXYPLANE_DEMO_ORIGIN lets {origin[0]}:{origin[1]} through the proxies "
+            "(the demo's origin: unset it on a provider host)"
+        )
+    if problems:
+        return [Finding("destinations", False, text) for text in problems]
+    ports = len({port for _, port in platform_listeners(settings, gw)})
+    text = f"loopback, private ranges and the platform's {ports} listen ports refused to customers"
+    return [Finding("destinations", True, text)]
+
+
 def check_ports(settings: Settings, gw: GatewaySettings) -> list[Finding]:
     from proxyplane.adapters.legacy import legacy_port
     from proxyplane.core import listen_check
@@ -210,6 +263,7 @@ async def run_checks(settings: Settings, gw: GatewaySettings, gateway: bool, por
         findings = await check_database(db, url)
         findings += await check_secret(db, settings, scaled_out=not url.startswith("sqlite"))
         findings += await check_exit_ips(db, gateway)
+        findings += check_destinations(settings, gw)
         if ports:
             findings += check_ports(settings, gw)
         findings += await check_descriptors(db, gw, gateway)

@@ -70,6 +70,7 @@ def gateway_url(
         "PROXYPLANE_GATEWAY_STATIC_SOCKS_PORT": str(free_port(exits)),
         "PROXYPLANE_GATEWAY_USAGE_FLUSH_SECONDS": "0.5",
         "PROXYPLANE_GATEWAY_IN_SERVE": "true",
+        "PROXYPLANE_GATEWAY_DEV_ALLOW_LOOPBACK": "true",  # the test's origin is on loopback (serve: off)
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
