@@ -1,4 +1,6 @@
-"""Doors over one registry (issue 20): the operator's operations are served by the CLI door only."""
+"""Doors over one registry (issue 20): the operator's operations are served by the CLI and the operator's
+own doors (issue 33: the operator API, the console; tests/adapters/admin_api/test_parity.py), never by a
+customer's."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from fastapi import FastAPI
 
 from proxyplane.adapters.rest.app import API_PREFIX
 from proxyplane.operations import REGISTRY
-from proxyplane.ops import OPERATOR, Auth, served
+from proxyplane.ops import OPERATOR_DOORS, Auth, served
 from tests.adapters.mcp.conftest import app, mcp_client, rest  # noqa: F401  (fixtures)
 from tests.support import Account
 
@@ -20,7 +22,8 @@ CLI = Path(__file__).resolve().parents[1] / "src" / "proxyplane" / "cli"
 
 def test_every_admin_command_runs_a_registered_operator_operation() -> None:
     """The admin command modules open no unit of work and call no domain service: each command names an
-    `operator_*` operation, and each of those is served by the CLI door only, without an API key."""
+    `operator_*` operation, and each of those is served by the CLI door (among the operator's doors),
+    without a customer API key, behind a permission."""
     named: set[str] = set()
     for module in sorted(CLI.glob("admin*.py")):
         tree = ast.parse(module.read_text())
@@ -35,7 +38,8 @@ def test_every_admin_command_runs_a_registered_operator_operation() -> None:
     assert named and named <= operator, named - operator
     for name in operator:
         op = REGISTRY[name]
-        assert op.doors == OPERATOR and op.auth == Auth.NONE and not op.mcp, name
+        assert "cli" in op.doors and op.doors <= OPERATOR_DOORS, name
+        assert op.auth == Auth.NONE and not op.mcp and op.permission, name
 
 
 @pytest.mark.anyio
@@ -44,7 +48,7 @@ async def test_operator_operations_are_never_served_by_rest_or_mcp(
     rest: httpx.AsyncClient,  # noqa: F811
     account: Account,
 ) -> None:
-    operator = {name for name, op in REGISTRY.items() if op.doors == OPERATOR}
+    operator = {name for name, op in REGISTRY.items() if op.permission}
     assert operator and not operator & (set(served("rest")) | set(served("mcp")) | set(served("legacy")))
     openapi = (await rest.get(f"{API_PREFIX}/openapi.json")).json()
     ids = {route.get("operationId") for path in openapi["paths"].values() for route in path.values()}
@@ -61,11 +65,11 @@ def test_only_rest_and_mcp_share_operations() -> None:
     """Cross-door parity reduces to REST vs MCP (tests/adapters/mcp/test_parity.py,
     tests/test_door_parity_errors.py): every other door (legacy, web, oauth, cli) serves operations of its
     own, except the legacy door's balance read, which takes no input and no id (its scope is checked by
-    the same invoke)."""
+    the same invoke), and the operator's operations (their own doors: tests/adapters/admin_api)."""
     shared = {
         name: sorted(op.doors)
         for name, op in REGISTRY.items()
-        if len(op.doors) > 1 and not op.doors <= {"rest", "mcp"}
+        if len(op.doors) > 1 and not op.doors <= {"rest", "mcp"} and not op.permission
     }
     assert shared == {"get_balance": ["legacy", "mcp", "rest"]}
     assert REGISTRY["get_balance"].input is None

@@ -62,6 +62,10 @@ class Caller:
     client_ip: str = ""
     channel: str = "rest"
     user_agent: str = ""
+    # an operator (issue 33): their id (None for the host's CLI), role and who they are ("cli" or an email)
+    operator_id: int | None = None
+    role: str = ""
+    actor: str = ""
 
     @classmethod
     def anonymous(cls, client_ip: str = "", channel: str = "rest") -> Caller:
@@ -73,6 +77,8 @@ class Context:
     uow: UnitOfWork
     caller: Caller
     platform: Platform
+    # what an operator operation's audit row says beyond its input and result: target, before, after
+    audit: dict[str, Any] = field(default_factory=dict)
 
     @property
     def session(self) -> Any:
@@ -93,7 +99,9 @@ class Context:
 Handler = Callable[[Context, Any], Awaitable[Any]]
 CUSTOMER_API = frozenset({"rest", "mcp"})
 LEGACY = frozenset({"legacy"})
-OPERATOR = frozenset({"cli"})  # the operator's actions: the CLI door only, never REST or MCP
+OPERATOR = frozenset({"cli"})  # an operator action of the host's CLI only (a path or a customer's secret)
+# the operator's doors (issue 33): the CLI, the operator API at /api/admin/v1, the console at /admin
+OPERATOR_DOORS = frozenset({"cli", "admin_api", "console"})
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,8 @@ class Operation:
     # the doors that serve it: "rest" and "mcp" (the customer API), "legacy" (the legacy account API);
     # an operation of one door only (legacy, operator) is never served by the others
     doors: frozenset[str] = CUSTOMER_API
+    # an operator operation's permission (domains/operators/roles.py: the roles holding it may run it)
+    permission: str = ""
 
     def serves(self, door: str) -> bool:
         return door in self.doors and (door != "mcp" or self.mcp)
@@ -147,21 +157,32 @@ def register(*ops: Operation) -> None:
 
 
 def operator_op(
-    name: str, handler: Handler, input: type[BaseModel], effect: Effect = Effect.WRITE
+    name: str,
+    handler: Handler,
+    input: type[BaseModel],
+    effect: Effect = Effect.WRITE,
+    *,
+    permission: str = "",
+    doors: frozenset[str] | None = None,
 ) -> Operation:
-    """An operator action `operator_<name>` (`proxyplane admin ...`): served by the CLI door only, no API key
-    (the operator's authority is access to the host and its database)."""
+    """An operator action `operator_<name>` needing `permission` (issue 33): served by `doors` (the CLI as
+    the host's owner, the operator API at /api/admin/v1 + `path`, the console), never by a customer's door;
+    no customer API key (Auth.NONE): invoke checks the operator's role and writes the audit row. Without a
+    permission of its own: "host.cli" (owners only) on the CLI door only."""
+    if doors is None:
+        doors = OPERATOR_DOORS - {"console"} if permission else OPERATOR
     return Operation(
         name=f"operator_{name}",
         summary=f"operator: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/admin/{name}",
+        method="GET" if effect == Effect.READ else "POST",
+        path=f"/{name}",
         handler=handler,
         input=input,
         effect=effect,
         auth=Auth.NONE,
         mcp=False,
-        doors=OPERATOR,
+        doors=doors,
+        permission=permission or "host.cli",
     )
 
 
@@ -261,6 +282,10 @@ async def invoke(
     (it may hold a secret); a second call with it raises AlreadyApplied (IdempotencyConflict when its
     input differs)."""
     check_access(op, caller)
+    if op.permission:  # an operator operation: the role's permission, its audit row (operator_calls.py)
+        from proxyplane.operator_calls import invoke_operator
+
+        return await invoke_operator(platform, op, caller, data, door_key=door_key)
     key = getattr(data, "idempotency_key", None) if op.takes_idempotency_key else None
     if door_key and caller.customer_id is not None:
         return await _invoke_keyed(platform, op, caller, data, door_key, max_total_cents, store=False)

@@ -17,7 +17,7 @@ NOT_FOR_ADMIN = ("proxyplane.operations", "proxyplane.gateway", "proxyplane.adap
 
 
 def test_operator_modules_declare_every_operator_operation() -> None:
-    operator = {op.handler.__module__ for op in REGISTRY.values() if op.doors == frozenset({"cli"})}
+    operator = {op.handler.__module__ for op in REGISTRY.values() if "cli" in op.doors}
     assert operator == set(OPERATOR_MODULES)
 
 

@@ -52,6 +52,7 @@ class LazyGroup(click.Group):
 # tests/cli/test_startup.py checks that this list names every operator operation's module.
 OPERATOR_MODULES = (
     "proxyplane.domains.accounts.operator_ops",
+    "proxyplane.domains.operators.ops",
     "proxyplane.domains.stock.operator_ops",
     "proxyplane.domains.stock.prefix_ops",
     "proxyplane.domains.tickets.operator_ops",
@@ -77,7 +78,9 @@ def operator_call(operation: str, /, **fields: Any) -> Any:
         platform = Platform(settings)
         try:
             data = op.input.model_validate(fields) if op.input is not None else None
-            return await invoke(platform, op, Caller(customer_id=None, channel="cli"), data)
+            # the host's command line acts as a local owner, audited as "cli" (issue 33)
+            cli = Caller(customer_id=None, channel="cli", role="owner", actor="cli")
+            return await invoke(platform, op, cli, data)
         finally:
             await platform.close()
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from proxyplane.domains.accounts import service as accounts
 from proxyplane.domains.apikeys import service as apikeys
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import Customer
 
 
@@ -69,12 +69,18 @@ async def create_key(ctx: Context, data: NewKey) -> dict[str, Any]:
 
 async def credit(ctx: Context, data: Move) -> dict[str, Any]:
     c = await accounts.require_by_email(ctx.session, data.email)
+    ctx.audit.update(
+        target=f"customer:{c.id}", before={"balance_cents": await wallet.balance(ctx.session, c.id)}
+    )
     await wallet.credit(ctx.session, c.id, data.cents, "adjustment", f"Operator credit: {data.reason}")
     return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id)}
 
 
 async def debit(ctx: Context, data: Move) -> dict[str, Any]:
     c = await accounts.require_by_email(ctx.session, data.email)
+    ctx.audit.update(
+        target=f"customer:{c.id}", before={"balance_cents": await wallet.balance(ctx.session, c.id)}
+    )
     await wallet.debit(ctx.session, c.id, data.cents, "adjustment", f"Operator debit: {data.reason}")
     return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id)}
 
@@ -94,11 +100,12 @@ async def set_partner_discount(ctx: Context, data: Discount) -> dict[str, Any]:
 _op = operator_op
 
 
-CREATE_CUSTOMER = _op("create_customer", create_customer, NewCustomer)
-SHOW_CUSTOMER = _op("show_customer", show_customer, ByEmail, Effect.READ)
-CREATE_KEY = _op("create_key", create_key, NewKey)
-CREDIT = _op("wallet_credit", credit, Move)
-DEBIT = _op("wallet_debit", debit, Move, Effect.SPENDS_MONEY)
-APPROVE_KYC = _op("approve_kyc", approve_kyc, ByEmail)
-PARTNER_DISCOUNT = _op("set_partner_discount", set_partner_discount, Discount)
+CREATE_CUSTOMER = _op("create_customer", create_customer, NewCustomer, permission="customers.write")
+SHOW_CUSTOMER = _op("show_customer", show_customer, ByEmail, Effect.READ, permission="customers.read")
+# the new key's secret is printed on the host only: never through the operator API or the console
+CREATE_KEY = _op("create_key", create_key, NewKey, permission="customers.keys", doors=OPERATOR)
+CREDIT = _op("wallet_credit", credit, Move, permission="wallet.credit", doors=OPERATOR_DOORS)
+DEBIT = _op("wallet_debit", debit, Move, Effect.SPENDS_MONEY, permission="wallet.debit", doors=OPERATOR_DOORS)
+APPROVE_KYC = _op("approve_kyc", approve_kyc, ByEmail, permission="customers.write")
+PARTNER_DISCOUNT = _op("set_partner_discount", set_partner_discount, Discount, permission="customers.write")
 register(CREATE_CUSTOMER, SHOW_CUSTOMER, CREATE_KEY, CREDIT, DEBIT, APPROVE_KYC, PARTNER_DISCOUNT)

@@ -23,7 +23,7 @@ from proxyplane.domains.services.service import expire_due
 from proxyplane.domains.stock import bulk
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.seed import seed_demo
-from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR, Context, Effect, operator_op, register
 from proxyplane.storage.models import CatalogProduct
 
 Pool = Literal["proxy_datacenter", "proxy_isp", "proxy_personal"]
@@ -197,17 +197,19 @@ async def price_reset(ctx: Context, data: PoolKind) -> dict[str, Any]:
     return {"reset": data.kind}
 
 
-IMPORT_FILE = operator_op("stock_import", import_file, ImportFile)
-ADD_RANGE = operator_op("stock_add_range", add_range, AddRange)
-RETIRE = operator_op("stock_retire", retire, Retire)
-SHOW = operator_op("stock_show", show, StockShow, Effect.READ)
-SEED_DEMO = operator_op("stock_seed_demo", seed, NoInput)
-EXPIRE = operator_op("stock_expire", expire, NoInput)
-PRODUCT_LIST = operator_op("product_list", product_list, NoInput, Effect.READ)
-PRODUCT_ADD = operator_op("product_add", product_add, NewProduct)
-PRODUCT_SET = operator_op("product_set", product_set, ProductChange)
-PRICE_SHOW = operator_op("price_show", price_show, PriceKind, Effect.READ)
-PRICE_SET = operator_op("price_set", price_set, PriceOverrides)
-PRICE_RESET = operator_op("price_reset", price_reset, PoolKind)
+_R, _W, _CR, _CW = "stock.read", "stock.write", "catalog.read", "catalog.write"
+# the import reads a file on the host: the CLI only
+IMPORT_FILE = operator_op("stock_import", import_file, ImportFile, permission=_W, doors=OPERATOR)
+ADD_RANGE = operator_op("stock_add_range", add_range, AddRange, permission=_W)
+RETIRE = operator_op("stock_retire", retire, Retire, permission=_W)
+SHOW = operator_op("stock_show", show, StockShow, Effect.READ, permission=_R)
+SEED_DEMO = operator_op("stock_seed_demo", seed, NoInput, permission=_W)
+EXPIRE = operator_op("stock_expire", expire, NoInput, permission=_W)
+PRODUCT_LIST = operator_op("product_list", product_list, NoInput, Effect.READ, permission=_CR)
+PRODUCT_ADD = operator_op("product_add", product_add, NewProduct, permission=_CW)
+PRODUCT_SET = operator_op("product_set", product_set, ProductChange, permission=_CW)
+PRICE_SHOW = operator_op("price_show", price_show, PriceKind, Effect.READ, permission=_CR)
+PRICE_SET = operator_op("price_set", price_set, PriceOverrides, permission=_CW)
+PRICE_RESET = operator_op("price_reset", price_reset, PoolKind, permission=_CW)
 register(IMPORT_FILE, ADD_RANGE, RETIRE, SHOW, SEED_DEMO, EXPIRE)
 register(PRODUCT_LIST, PRODUCT_ADD, PRODUCT_SET, PRICE_SHOW, PRICE_SET, PRICE_RESET)

@@ -57,10 +57,10 @@ async def retire_prefix(ctx: Context, data: PrefixRef) -> dict[str, Any]:
     return {"retired": int(done)}
 
 
-_op = operator_op  # doors {"cli"}, no API key (ops.operator_op)
+_op = operator_op  # the CLI and the operator API; no customer API key (ops.operator_op)
 
 
-ADD_PREFIX = _op("stock_add_prefix", add_prefix, NewPrefix)
-LIST_PREFIXES = _op("stock_prefixes", list_prefixes, NoInput, Effect.READ)
-RETIRE_PREFIX = _op("stock_retire_prefix", retire_prefix, PrefixRef)
+ADD_PREFIX = _op("stock_add_prefix", add_prefix, NewPrefix, permission="stock.write")
+LIST_PREFIXES = _op("stock_prefixes", list_prefixes, NoInput, Effect.READ, permission="stock.read")
+RETIRE_PREFIX = _op("stock_retire_prefix", retire_prefix, PrefixRef, permission="stock.write")
 register(ADD_PREFIX, LIST_PREFIXES, RETIRE_PREFIX)

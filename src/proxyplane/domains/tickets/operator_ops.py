@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from proxyplane.domains.accounts import service as accounts
 from proxyplane.domains.tickets import service as tickets
-from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import Ticket
 
 
@@ -70,8 +70,11 @@ async def close(ctx: Context, data: TicketRef) -> dict[str, Any]:
     return await ticket_json(ctx.session, await tickets.close(ctx.session, t), False)
 
 
-LIST = operator_op("ticket_list", list_tickets, TicketFilter, Effect.READ)
-SHOW = operator_op("ticket_show", show, TicketRef, Effect.READ)
-REPLY = operator_op("ticket_reply", reply, TicketReply)
-CLOSE = operator_op("ticket_close", close, TicketRef)
+_ALL = OPERATOR_DOORS  # the console's tickets inbox runs these too
+LIST = operator_op(
+    "ticket_list", list_tickets, TicketFilter, Effect.READ, permission="tickets.read", doors=_ALL
+)
+SHOW = operator_op("ticket_show", show, TicketRef, Effect.READ, permission="tickets.read", doors=_ALL)
+REPLY = operator_op("ticket_reply", reply, TicketReply, permission="tickets.write", doors=_ALL)
+CLOSE = operator_op("ticket_close", close, TicketRef, permission="tickets.write", doors=_ALL)
 register(LIST, SHOW, REPLY, CLOSE)

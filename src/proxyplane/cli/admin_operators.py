@@ -1,0 +1,63 @@
+"""`proxyplane admin operator create|list|role|lock|unlock|key`: the operator team (issue 33); flags in,
+JSON out, over the registered operations of domains/operators/ops.py. The command line acts as a local
+owner, audited as "cli"."""
+
+from __future__ import annotations
+
+import click
+
+from proxyplane.cli.admin import admin
+from proxyplane.cli.common import echo_json, operator_call
+from proxyplane.domains.operators.roles import ROLES
+
+ROLE = click.Choice(list(ROLES))
+
+
+@admin.group()
+def operator() -> None:
+    """Operator accounts: create (one-time password, TOTP at first sign-in), roles, locks, API keys."""
+
+
+@operator.command("create")
+@click.option("--email", required=True)
+@click.option("--role", required=True, type=ROLE)
+def operator_create(email: str, role: str) -> None:
+    """Create an operator; prints a one-time password (shown once) and the console's sign-in address."""
+    echo_json(operator_call("operator_operator_create", operator_email=email, role=role))
+
+
+@operator.command("list")
+def operator_list() -> None:
+    """Every operator with its role and status."""
+    echo_json(operator_call("operator_operator_list"))
+
+
+@operator.command("role")
+@click.option("--email", required=True)
+@click.option("--role", required=True, type=ROLE)
+def operator_role(email: str, role: str) -> None:
+    """Change an operator's role (the last active owner keeps theirs)."""
+    echo_json(operator_call("operator_operator_set_role", operator_email=email, role=role))
+
+
+@operator.command("lock")
+@click.option("--email", required=True)
+def operator_lock(email: str) -> None:
+    """Lock an operator out: their sessions and API keys end at once (never the last active owner)."""
+    echo_json(operator_call("operator_operator_lock", operator_email=email))
+
+
+@operator.command("unlock")
+@click.option("--email", required=True)
+def operator_unlock(email: str) -> None:
+    """Let a locked operator sign in again."""
+    echo_json(operator_call("operator_operator_unlock", operator_email=email))
+
+
+@operator.command("key")
+@click.option("--email", required=True)
+@click.option("--name", required=True)
+@click.option("--role", required=True, type=ROLE, help="no wider than the operator's own role")
+def operator_key(email: str, name: str, role: str) -> None:
+    """Create an operator API key (Bearer, /api/admin/v1); prints its secret, shown only this once."""
+    echo_json(operator_call("operator_operator_key_create", operator_email=email, name=name, role=role))

@@ -1,0 +1,235 @@
+"""Operator accounts (issue 33): creation with a one-time password, sign-in (password, then TOTP or a
+recovery code; enrolment at the first sign-in), throttling, sessions, operator API keys, the last-owner
+guard. Writes go through storage/repos/operators.py; nothing here commits."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core import totp
+from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
+from proxyplane.core.security import SecretBox, hash_password, verify_password
+from proxyplane.domains.operators.roles import OWNER, ROLES, within
+from proxyplane.storage.models.operators import (
+    Operator,
+    OperatorApiKey,
+    OperatorLoginFailure,
+    OperatorSession,
+)
+from proxyplane.storage.repos import operators as repo
+
+SESSION_LIFETIME = timedelta(hours=12)
+FAILURE_WINDOW = timedelta(minutes=15)
+MAX_FAILURES_PER_EMAIL = 5
+MAX_FAILURES_PER_IP = 20
+KEY_PREFIX = "ppo_"
+ISSUER = "ProxyPlane operators"
+_DUMMY_HASH = hash_password("not-a-real-password-" + secrets.token_hex(8))
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def normal_email(email: str) -> str:
+    return email.strip().lower()[:320]
+
+
+async def by_email(session: AsyncSession, email: str) -> Operator | None:
+    found = await session.execute(select(Operator).where(Operator.email == normal_email(email)))
+    return found.scalar_one_or_none()
+
+
+async def require_by_email(session: AsyncSession, email: str) -> Operator:
+    row = await by_email(session, email)
+    if row is None:
+        raise NotFound(f"no operator with the email {email!r}")
+    return row
+
+
+def check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValidationFailed(f"role must be one of {', '.join(ROLES)}", field="role")
+
+
+async def create(session: AsyncSession, email: str, role: str) -> tuple[Operator, str]:
+    """A new operator and its one-time password (printed once; replaced at the first sign-in)."""
+    check_role(role)
+    email = normal_email(email)
+    if "@" not in email:
+        raise ValidationFailed("email must be an email address", field="email")
+    if await by_email(session, email) is not None:
+        raise Conflict(f"an operator with the email {email!r} exists")
+    password = secrets.token_urlsafe(12)
+    return await repo.add_operator(session, email, role, hash_password(password)), password
+
+
+async def active_owners(session: AsyncSession) -> int:
+    found = await session.execute(
+        select(func.count()).select_from(Operator).where(Operator.role == OWNER, Operator.status == "active")
+    )
+    return int(found.scalar_one())
+
+
+async def _keep_an_owner(session: AsyncSession, target: Operator) -> None:
+    if target.role == OWNER and target.status == "active" and await active_owners(session) <= 1:
+        raise Conflict(f"{target.email} is the last active owner: make another owner first")
+
+
+async def set_role(session: AsyncSession, target: Operator, role: str) -> None:
+    check_role(role)
+    if role != OWNER:
+        await _keep_an_owner(session, target)
+    await repo.set_operator(session, target, role=role)
+
+
+async def lock(session: AsyncSession, target: Operator) -> None:
+    """Lock an operator out: sessions and API keys end at once. The last active owner cannot be locked."""
+    await _keep_an_owner(session, target)
+    await repo.set_operator(session, target, status="locked")
+    await repo.revoke_sessions(session, target.id)
+    await repo.revoke_keys(session, target.id)
+
+
+async def unlock(session: AsyncSession, target: Operator) -> None:
+    await repo.set_operator(session, target, status="active")
+
+
+# --- sign-in ---------------------------------------------------------------------------------------
+
+
+async def throttled(session: AsyncSession, email: str, client_ip: str) -> bool:
+    """Too many recent failed steps for this email or this client address (a check of our own, until the
+    shared throttle of domains/accounts/throttle.py lands)."""
+    email = normal_email(email)
+    rows = (
+        await session.execute(
+            select(OperatorLoginFailure.email, OperatorLoginFailure.client_ip).where(
+                OperatorLoginFailure.created_at >= utcnow() - FAILURE_WINDOW,
+                or_(OperatorLoginFailure.email == email, OperatorLoginFailure.client_ip == client_ip),
+            )
+        )
+    ).all()
+    by_email = sum(1 for r in rows if r.email == email)
+    by_ip = sum(1 for r in rows if r.client_ip == client_ip)
+    return by_email >= MAX_FAILURES_PER_EMAIL or by_ip >= MAX_FAILURES_PER_IP
+
+
+async def check_password(session: AsyncSession, email: str, password: str, client_ip: str) -> Operator | None:
+    row = await by_email(session, email)
+    ok = verify_password(row.password_hash if row else _DUMMY_HASH, password)
+    if not ok or row is None or row.status != "active":
+        await repo.record_failure(session, normal_email(email), client_ip)
+        return None
+    return row
+
+
+async def open_session(
+    session: AsyncSession, operator: Operator, client_ip: str, user_agent: str
+) -> tuple[OperatorSession, str]:
+    """A session at its first stage: "enrol" when TOTP is not set up yet, else "totp"."""
+    token = secrets.token_urlsafe(32)
+    stage = "totp" if operator.totp_secret else "enrol"
+    row = await repo.add_session(
+        session,
+        token_hash(token),
+        operator.id,
+        stage,
+        secrets.token_urlsafe(32),
+        client_ip,
+        user_agent,
+        utcnow() + SESSION_LIFETIME,
+    )
+    return row, token
+
+
+async def start_enrolment(
+    session: AsyncSession, box: SecretBox, row: OperatorSession, operator: Operator
+) -> str:
+    """The pending TOTP secret of this enrolment (made once per session); returns the otpauth URI."""
+    if row.pending_secret is None:
+        await repo.set_session(session, row, pending_secret=box.encrypt(totp.new_secret()))
+    assert row.pending_secret is not None
+    return totp.provisioning_uri(box.decrypt(row.pending_secret), operator.email, ISSUER)
+
+
+async def finish_enrolment(
+    session: AsyncSession, box: SecretBox, row: OperatorSession, operator: Operator, code: str, password: str
+) -> list[str] | None:
+    """Check the first code against the pending secret and set the operator's own password; returns the
+    recovery codes (shown once), or None for a wrong code."""
+    if row.stage != "enrol" or row.pending_secret is None:
+        raise Conflict("no enrolment in progress for this session")
+    if len(password) < 12:
+        raise ValidationFailed("the new password needs at least 12 characters", field="password")
+    secret = box.decrypt(row.pending_secret)
+    step = totp.verify(secret, code)
+    if step is None:
+        await repo.record_failure(session, operator.email, row.client_ip)
+        return None
+    codes = totp.new_recovery_codes()
+    await repo.set_operator(
+        session,
+        operator,
+        totp_secret=row.pending_secret,
+        totp_last_step=step,
+        recovery_hashes=[totp.recovery_hash(c) for c in codes],
+        password_hash=hash_password(password),
+        one_time_password=False,
+    )
+    await repo.set_session(session, row, stage="full", pending_secret=None)
+    return codes
+
+
+async def second_factor(
+    session: AsyncSession, box: SecretBox, row: OperatorSession, operator: Operator, code: str
+) -> bool:
+    """A TOTP code (each accepted once) or an unused recovery code (then spent) completes the sign-in."""
+    if row.stage != "totp" or operator.totp_secret is None:
+        raise Conflict("no code is due for this session")
+    step = totp.verify(box.decrypt(operator.totp_secret), code, last_step=operator.totp_last_step)
+    if step is not None:
+        await repo.set_operator(session, operator, totp_last_step=step)
+    else:
+        digest = totp.recovery_hash(code)
+        if digest not in operator.recovery_hashes:
+            await repo.record_failure(session, operator.email, row.client_ip)
+            return False
+        await repo.set_operator(
+            session, operator, recovery_hashes=[h for h in operator.recovery_hashes if h != digest]
+        )
+    await repo.set_session(session, row, stage="full")
+    return True
+
+
+async def sessions_of(session: AsyncSession, operator_id: int) -> list[OperatorSession]:
+    found = await session.execute(
+        select(OperatorSession)
+        .where(
+            OperatorSession.operator_id == operator_id,
+            OperatorSession.revoked_at.is_(None),
+            OperatorSession.expires_at > utcnow(),
+        )
+        .order_by(OperatorSession.created_at.desc())
+    )
+    return list(found.scalars().all())
+
+
+# --- operator API keys -----------------------------------------------------------------------------
+
+
+async def create_key(
+    session: AsyncSession, operator: Operator, name: str, role: str
+) -> tuple[OperatorApiKey, str]:
+    """A key bound to `role`, which may not exceed the operator's own role."""
+    check_role(role)
+    if not within(role, operator.role):
+        raise ValidationFailed(f"a key of {operator.email} cannot have the wider role {role}", field="role")
+    raw = KEY_PREFIX + secrets.token_urlsafe(32)
+    return await repo.add_key(session, operator.id, name[:100], role, token_hash(raw)), raw
