@@ -14,6 +14,8 @@ import logging
 import os
 import socket
 
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.settings import Settings, get_settings
 
@@ -21,18 +23,26 @@ log = logging.getLogger(__name__)
 
 Listener = tuple[str, int]
 WILDCARD = "0.0.0.0"
-DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
+POSTGRESQL_PORT = 5432  # the default port of the one server database the platform runs on
+
+
+class _ApiMetrics(BaseSettings):
+    """The API's metrics port: the same variables as observability/settings.py (not imported here: the
+    gateway imports only core and storage)."""
+
+    model_config = SettingsConfigDict(env_prefix="PROXYPLANE_", extra="ignore")
+
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = -1
 
 
 def api_listeners(settings: Settings) -> list[Listener]:
-    from proxyplane.observability.settings import ObservabilitySettings
-
     out = [(settings.api_host, settings.api_port)]
     # PROXYPLANE_LEGACY_PORT as adapters/legacy.legacy_port reads it (not imported: the gateway loads no app)
     legacy = os.environ.get("PROXYPLANE_LEGACY_PORT", "").strip()
     if legacy.isdigit() and int(legacy) > 0:
         out.append((settings.api_host, int(legacy)))
-    metrics = ObservabilitySettings()
+    metrics = _ApiMetrics()
     if metrics.metrics_port >= 0:
         out.append((metrics.metrics_host, metrics.metrics_port))
     return out
@@ -56,11 +66,10 @@ def database_listeners(url: str) -> list[Listener]:
         parsed = make_url(url)
     except Exception:  # noqa: BLE001 - a URL the engine will refuse anyway
         return []
-    backend = parsed.get_backend_name()
-    host = parsed.host
-    if backend == "sqlite" or not host or host.startswith("/"):
+    host = parsed.host  # None for a SQLite file
+    if not host or host.startswith("/"):
         return []
-    port = parsed.port or DEFAULT_PORTS.get(backend, 5432)
+    port = parsed.port or POSTGRESQL_PORT
     out: list[Listener] = [(WILDCARD, port)]  # the port on every local address (it may listen on all)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
