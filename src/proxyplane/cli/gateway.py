@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -22,7 +24,8 @@ from proxyplane.gateway.destinations import DestinationPolicy
 from proxyplane.gateway.node import GatewayNode
 from proxyplane.gateway.node_limits import NodeCounts
 from proxyplane.gateway.own_listeners import api_listeners, gateway_listeners
-from proxyplane.gateway.workers import HostShared, Supervisor, default_workers
+from proxyplane.gateway.server import PortTaken
+from proxyplane.gateway.workers import HostShared, Supervisor, default_workers, json_logs, say
 from proxyplane.platform import Platform
 
 
@@ -40,16 +43,13 @@ async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
     await node.start()
     platform.on("entitlements_changed", node.notify)
     for line in node.listeners():
-        print(f"  gateway        {line}", flush=True)
+        say(f"  gateway        {line}")
     if settings.metrics_port >= 0:  # the gateway's metrics inside serve: its own port, as a gateway node
         await node.serve_metrics()
         server = node.metrics.server if node.metrics is not None else None
         if server is not None:
             port = server.sockets[0].getsockname()[1]
-            print(
-                f"  gateway        metrics http://{settings.metrics_host}:{port}/metrics (/livez /readyz)",
-                flush=True,
-            )
+            say(f"  gateway        metrics http://{settings.metrics_host}:{port}/metrics (/livez /readyz)")
     try:
         yield node
     finally:
@@ -68,18 +68,16 @@ async def _demo_origin(policy: DestinationPolicy) -> asyncio.Server | None:
         return None
     host, port = where
     if port in policy.own_ports:
-        print(f"  demo origin    not started: port {port} is one of the platform's own", flush=True)
+        say(f"  demo origin    not started: port {port} is one of the platform's own")
         return None
     try:
         server = await demo_origin.start(host, port)
     except OSError as exc:
-        print(f"  demo origin    not started on {host}:{port}: {exc.strerror}", flush=True)
+        say(f"  demo origin    not started on {host}:{port}: {exc.strerror}")
         return None
     policy.allow(host, port)
     url = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
-    print(
-        f"  demo origin    {url}   (PROXYPLANE_DEMO_ORIGIN: the one loopback destination allowed)", flush=True
-    )
+    say(f"  demo origin    {url}   (PROXYPLANE_DEMO_ORIGIN: the one loopback destination allowed)")
     return server
 
 
@@ -122,15 +120,14 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
     if shared is not None:
         shared.stats.set_serving(worker, time.time())
     if shared is None:
-        print(f"gateway node {node.sticky.node_id} on {url.split('://')[0]}", flush=True)
+        say(f"gateway node {node.sticky.node_id} on {url.split('://')[0]}")
     else:
-        print(
+        say(
             f"gateway worker {worker}/{shared.workers} pid {os.getpid()} host {shared.host_id} "
-            f"node {node.sticky.node_id} on {url.split('://')[0]}",
-            flush=True,
+            f"node {node.sticky.node_id} on {url.split('://')[0]}"
         )
     for line in node.listeners() if worker == 0 else ():
-        print(f"  {line}", flush=True)
+        say(f"  {line}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -180,6 +177,12 @@ def gateway(workers: int | None) -> None:
     install_uvloop()
     count = default_workers() if workers is None else workers
     if count <= 0:
-        asyncio.run(run_node())
+        try:
+            asyncio.run(run_node())
+        except PortTaken as exc:
+            if not json_logs():
+                raise
+            say(str(exc.code), sys.stderr, logging.ERROR)  # the one line, as a JSON event
+            raise SystemExit(1) from None
         return
     raise SystemExit(run_workers(count))

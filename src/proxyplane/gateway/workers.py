@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from .limits import WorkerLimiter
 from .server import PortTaken
@@ -46,6 +47,21 @@ log = logging.getLogger(__name__)
 BACKOFF_FIRST, BACKOFF_MAX, STEADY = 0.5, 30.0, 30.0
 _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
 PORT_TAKEN_EXIT = 75  # a worker's exit status when its port is taken or not permitted (never restarted)
+
+
+def json_logs() -> bool:
+    """PROXYPLANE_LOG_FORMAT=json (the variable observability/settings.py reads; the gateway imports only
+    core and storage): the supervisor's and the workers' lines are JSON log events then."""
+    return os.environ.get("PROXYPLANE_LOG_FORMAT", "").strip().lower() == "json"
+
+
+def say(line: str, stream: TextIO | None = None, level: int = logging.INFO) -> None:
+    """One line for the operator: a log event (one JSON object, through the handler logs.from_env
+    installed) when the logs are JSON, else the plain line on ``stream`` (stdout), as always."""
+    if json_logs():
+        log.log(level, line.strip())
+    else:
+        print(line, file=stream or sys.stdout, flush=True)
 
 
 def default_workers() -> int:
@@ -112,8 +128,8 @@ class Supervisor:
         self.workers = [_Worker(i) for i in range(shared.workers)]
         self.fatal: str | None = None  # a worker's PortTaken line: stop instead of restarting
 
-    def _say(self, message: str) -> None:
-        print(f"{self.name} supervisor pid {os.getpid()}: {message}", file=sys.stderr, flush=True)
+    def _say(self, message: str, level: int = logging.INFO) -> None:
+        say(f"{self.name} supervisor pid {os.getpid()}: {message}", sys.stderr, level)
 
     def _spawn(self, w: _Worker, old_mask: set[int | signal.Signals]) -> None:
         read_fd, write_fd = os.pipe()
@@ -133,7 +149,10 @@ class Supervisor:
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
-                traceback.print_exc()
+                if json_logs():
+                    log.exception("%s worker %d failed", self.name, w.index)
+                else:
+                    traceback.print_exc()
                 code = 1
             finally:
                 with contextlib.suppress(Exception):
@@ -171,7 +190,8 @@ class Supervisor:
             w.restart_at = time.monotonic() + delay
             self._say(
                 f"worker {w.index} pid {pid} exited ({code}) after {lived:.1f} s, "
-                f"{dropped} open connection(s) released; restart in {delay:.1f} s"
+                f"{dropped} open connection(s) released; restart in {delay:.1f} s",
+                logging.WARNING,
             )
 
     @staticmethod
@@ -247,7 +267,7 @@ class Supervisor:
             if left <= 0:
                 for w in self.workers:
                     if w.pid:
-                        self._say(f"worker {w.index} pid {w.pid} did not stop: SIGKILL")
+                        self._say(f"worker {w.index} pid {w.pid} did not stop: SIGKILL", logging.WARNING)
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(w.pid, signal.SIGKILL)
                 deadline = time.monotonic() + 5.0
@@ -257,6 +277,6 @@ class Supervisor:
         failed = [w.index for w in self.workers if w.exits and w.exits[-1] not in (0, -signal.SIGTERM)]
         self._say("stopped" + (f" (workers {failed} exited with errors)" if failed else ""))
         if self.fatal is not None:
-            print(self.fatal, file=sys.stderr, flush=True)
+            say(self.fatal, sys.stderr, logging.ERROR)
             return 1
         return 0
