@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 
-from proxyplane.core.text_input import NUL_FREE_PATTERN
+from proxyplane.core.text_input import LABEL_PATTERN, NUL_FREE_PATTERN
 from tests.adapters.mcp.conftest import mcp_client
 from tests.adapters.mcp.test_tools import text
 from tests.support import Account
@@ -38,6 +38,6 @@ async def test_a_nul_character_is_a_validation_error_and_excluded_by_the_tool_sc
         refused = await client.call_tool("open_ticket", {"subject": "nul \x00 here", "message": "hello"})
         listed = await client.call_tool("list_tickets", {})
     schema = tools["open_ticket"].input_schema["properties"]
-    assert schema["subject"]["pattern"] == schema["message"]["pattern"] == NUL_FREE_PATTERN
+    assert schema["message"]["pattern"] == NUL_FREE_PATTERN and schema["subject"]["pattern"] == LABEL_PATTERN
     assert refused.is_error and text(refused).startswith("validation_error: open_ticket: subject: ")
     assert '"total": 0' in text(listed)  # nothing written

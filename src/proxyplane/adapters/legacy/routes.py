@@ -4,7 +4,6 @@ the legacy document). Each route: authenticate (400/401 text bodies), run one re
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
@@ -15,6 +14,7 @@ from starlette.responses import Response
 from proxyplane.adapters.legacy.auth import authenticate
 from proxyplane.adapters.legacy.render import LegacyError, error, fail, json_response, text_response
 from proxyplane.core.errors import DomainError
+from proxyplane.core.text_input import parse_json
 from proxyplane.domains.legacy import billing, handlers, lists, service_put, sticky
 from proxyplane.domains.legacy.wire import UNPROCESSABLE, Money, Refused
 from proxyplane.operations import REGISTRY
@@ -33,7 +33,7 @@ async def _body(request: Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = parse_json(raw)  # too deep or a number too long: refused like any malformed body
     except ValueError:
         raise fail() from None
     if not isinstance(data, dict):

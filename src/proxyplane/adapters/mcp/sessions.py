@@ -26,6 +26,8 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from proxyplane.core.text_input import JsonRefused, check_json
+
 SESSION_IDLE_SECONDS = 10 * 60  # a confirming agent answers within minutes; idle sessions end
 MAX_SESSIONS = 1000  # per process; more asking clients at once get 503 (the stateless path is unaffected)
 
@@ -80,6 +82,11 @@ class EraRouter:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER.lower())
+        body: bytes | None = None
+        if scope["method"] == "POST":  # every message checked before the SDK parses it (check_json)
+            body, receive = await _buffer(receive)
+            if body is not None and await _refused(body, send):
+                return
         if MCP_SESSION_ID_HEADER in headers:
             await self.stateful(self._owned(scope), receive, send)
             return
@@ -87,7 +94,7 @@ class EraRouter:
         if scope["method"] != "POST" or not handshake:
             await self.stateless(scope, receive, send)
             return
-        body, replay = await _buffer(receive)
+        replay = receive
         app = self.stateful if body is not None and asks_for_session(body) else self.stateless
         await app(self._owned(scope) if app is self.stateful else scope, replay, send)
 
@@ -101,6 +108,21 @@ class EraRouter:
             token="-", client_id=str(principal.key_id), scopes=[], subject=str(principal.customer_id)
         )
         return dict(scope, user=AuthenticatedUser(token))
+
+
+async def _refused(body: bytes, send: Send) -> bool:
+    """Answer a JSON-RPC parse error (400, as the SDK answers a body it cannot parse) when the message
+    nests too deep or holds a number too long (core/text_input.check_json: the REST door's limits)."""
+    try:
+        check_json(body)
+    except JsonRefused as exc:
+        error = {"code": -32700, "message": f"Parse error: {exc}", "data": {"type": exc.kind}}
+        payload = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+        return True
+    return False
 
 
 async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:

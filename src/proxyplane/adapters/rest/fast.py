@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from proxyplane.adapters.rest.errors import validation_response
+from proxyplane.core.text_input import JsonRefused, check_json
 from proxyplane.ops import Operation
 
 Scope = MutableMapping[str, Any]
@@ -73,13 +75,12 @@ class FastOperation:
         self.enabled = self.usable  # (bench/http_cpu.py --ab turns it off to compare)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.enabled:
+        if not self.as_query and self.op.input is not None:
+            await self._with_body(scope, receive, send)  # every JSON body is checked there (check_json)
+        elif not self.enabled:
             await self.fallback(scope, receive, send)
-            return
-        if self.as_query or self.body_model is None:
-            await self._without_body(scope, receive, send)
         else:
-            await self._with_body(scope, receive, send)
+            await self._without_body(scope, receive, send)
 
     async def _without_body(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("query_string"):
@@ -97,18 +98,25 @@ class FastOperation:
         await response(scope, receive, send)
 
     async def _with_body(self, scope: Scope, receive: Receive, send: Send) -> None:
-        assert self.body_model is not None
-        content_type = b""
+        """A body route: a JSON body too deep or with a number too long is refused here with 422 before
+        any parser sees it (core/text_input.check_json), on the short way or FastAPI's alike."""
+        content_type: bytes | None = None
         for name, value in scope["headers"]:
             if name == b"content-type":
                 content_type = value
                 break
-        if not _content_type_is_json(content_type):
-            await self.fallback(scope, receive, send)
+        if content_type is not None and not _content_type_is_json(content_type):
+            await self.fallback(scope, receive, send)  # FastAPI parses JSON only (or with no type)
             return
         body, messages = await _read_body(receive)
+        try:
+            check_json(body)
+        except JsonRefused as exc:
+            error = {"loc": ["body"], "msg": str(exc), "type": exc.kind}
+            await validation_response([error])(scope, _replay(messages, receive), send)
+            return
         data: BaseModel | None = None
-        if body:
+        if body and self.enabled and self.body_model is not None and content_type is not None:
             try:
                 data = self.body_model.model_validate(json.loads(body))
             except (ValueError, ValidationError):  # JSONDecodeError, UnicodeDecodeError: FastAPI's answer

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proxyplane.core.bounds import documented
 from proxyplane.core.scopes import Scope
+from proxyplane.core.text_input import Label
 from proxyplane.domains.accounts.billing import TAX_ID, get_billing, set_billing
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.ops import Context, Effect, Operation, register
@@ -35,11 +36,11 @@ class ProfileUpdate(BaseModel):
     email address cannot be changed (an `email` field is refused with 422)."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Label | None = Field(default=None, min_length=1, max_length=200)
     phone: str | None = Field(
         default=None, max_length=30, json_schema_extra=documented(pattern=r"^$|^\+?[0-9 ()\-.]{4,30}$")
     )
-    billing_company: str | None = Field(default=None, max_length=200)
+    billing_company: Label | None = Field(default=None, max_length=200)
     billing_address: str | None = Field(default=None, max_length=500, description="lines separated by \\n")
     billing_vat_id: str | None = Field(
         default=None,

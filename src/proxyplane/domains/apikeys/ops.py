@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from proxyplane.core.bounds import CENTS_MAX
 from proxyplane.core.scopes import Scope
+from proxyplane.core.text_input import Label
 from proxyplane.domains.apikeys import caps, service
 from proxyplane.ops import Context, Effect, Operation, register
 from proxyplane.storage.models import ApiKey
@@ -42,7 +43,7 @@ class ApiKeyList(RootModel[list[ApiKeyRecord]]):
 
 class ApiKeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=100)
+    name: Label = Field(min_length=1, max_length=100)
     scopes: list[Scope] = Field(min_length=1, description="explicit scopes the new key holds")
     spend_limit_daily_cents: int | None = Field(
         default=None,

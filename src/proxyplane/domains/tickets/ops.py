@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import INT32_MAX, documented
 from proxyplane.core.scopes import Scope
+from proxyplane.core.text_input import Label
 from proxyplane.domains.tickets import service
 from proxyplane.ops import Context, Effect, Operation, register
 from proxyplane.storage.models import Ticket, TicketMessage
@@ -55,7 +56,7 @@ class TicketQuery(BaseModel):
 
 class TicketOpen(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    subject: str = Field(min_length=1, max_length=200)
+    subject: Label = Field(min_length=1, max_length=200)
     message: str = Field(min_length=1, max_length=20_000)
     service_id: uuid.UUID | None = Field(default=None, description="the service the ticket is about")
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from proxyplane.core.bounds import INT32_MAX
 from proxyplane.core.errors import Conflict, declares
 from proxyplane.core.scopes import Scope
+from proxyplane.core.text_input import Label
 from proxyplane.domains.events.catalogue import describe
 from proxyplane.domains.webhooks import service
 from proxyplane.ops import Context, Effect, Operation, register
@@ -48,7 +49,7 @@ class EndpointList(RootModel[list[EndpointRecord]]):
 class EndpointCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str = Field(min_length=1, max_length=2000, description="https URL that receives the events")
-    description: str = Field(default="", max_length=200)
+    description: Label = Field(default="", max_length=200)
     event_types: list[str] = Field(default_factory=list, description="types to receive; empty = all")
 
 
@@ -64,7 +65,7 @@ class EndpointUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     endpoint_id: uuid.UUID
     url: str | None = Field(default=None, min_length=1, max_length=2000)
-    description: str | None = Field(default=None, max_length=200)
+    description: Label | None = Field(default=None, max_length=200)
     event_types: list[str] | None = None
     enabled: bool | None = None
 
