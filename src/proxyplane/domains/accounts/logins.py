@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.bounds import INT32_MAX, documented
-from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.core.security import hash_password, verify_password
+from proxyplane.domains.accounts import throttle
 from proxyplane.domains.accounts.service import check_password, find_by_email, get_customer
 from proxyplane.ops import Context, Operation, register
-from proxyplane.storage.models import Customer, LoginEvent, LoginFailure
+from proxyplane.storage.models import Customer, LoginEvent
 
-# Throttle: this many failures inside the window refuse further attempts (per email, and per client IP).
-MAX_FAILURES_PER_EMAIL = 5
-MAX_FAILURES_PER_IP = 20
-FAILURE_WINDOW = timedelta(minutes=15)
 _DUMMY_HASH = hash_password("timing-equaliser-not-a-password")
 
 
@@ -39,37 +35,45 @@ async def record_login(
     await session.flush()
 
 
-async def throttled(session: AsyncSession, email: str, client_ip: str) -> bool:
-    """True while the email or the client IP has too many recent failures."""
-    since = utcnow() - FAILURE_WINDOW
-    email = email.strip().lower()
-    rows = (
-        await session.execute(
-            select(LoginFailure.email, LoginFailure.client_ip).where(
-                LoginFailure.created_at >= since,
-                or_(LoginFailure.email == email, LoginFailure.client_ip == client_ip),
-            )
-        )
-    ).all()
-    by_email = sum(1 for r in rows if r.email == email)
-    by_ip = sum(1 for r in rows if r.client_ip == client_ip)
-    return by_email >= MAX_FAILURES_PER_EMAIL or by_ip >= MAX_FAILURES_PER_IP
+async def password_keys(
+    session: AsyncSession, email: str, client_ip: str, device: str | None = None
+) -> list[throttle.Key]:
+    """The shared throttle's keys of a customer's password check (domains/accounts/throttle.py): the
+    account is named by its email, so an unknown email is throttled exactly like a known one."""
+    email = email.strip().lower()[:320]
+    customer = await find_by_email(session, email)
+    known = await throttle.known_address(session, customer.id if customer else None, client_ip)
+    return throttle.password_keys(f"customer:{email}", client_ip, known_address=known, device=device)
+
+
+async def throttled(session: AsyncSession, email: str, client_ip: str, device: str | None = None) -> float:
+    """Seconds until this email may be tried again from this address (0.0: now). Never a lockout: see
+    domains/accounts/throttle.py (the owner's known address and device are spared the account ceiling)."""
+    decision = await throttle.check(session, await password_keys(session, email, client_ip, device))
+    return decision.retry_after
 
 
 async def sign_in(
-    session: AsyncSession, email: str, password: str, channel: str, client_ip: str, user_agent: str
+    session: AsyncSession,
+    email: str,
+    password: str,
+    channel: str,
+    client_ip: str,
+    user_agent: str,
+    device: str | None = None,
 ) -> Customer | None:
-    """Check a password; record the attempt (history for a known account, failure for throttling)."""
+    """Check a password; record the attempt (history for a known account, the throttle's count)."""
     email = email.strip().lower()[:320]
     customer = await find_by_email(session, email)
     ok = verify_password(customer.password_hash if customer else _DUMMY_HASH, password)
     ok = ok and customer is not None and customer.status == "active"
+    keys = await password_keys(session, email, client_ip, device)  # the keys `throttled` checked
     if customer is not None:
         await record_login(session, customer.id, channel, client_ip, user_agent, ok)
     if not ok:
-        session.add(LoginFailure(email=email, client_ip=client_ip[:45]))
-        await session.flush()
+        await throttle.record_failure(session, keys)
         return None
+    await throttle.record_success(session, keys)
     return customer
 
 

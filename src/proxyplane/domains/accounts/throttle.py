@@ -2,12 +2,13 @@
 (table `auth_throttles`, written only by storage/repos/throttles.py; the arithmetic: core/throttling.py).
 
 Nothing is ever locked out: each key is a leaky bucket that, once its burst is spent, allows one attempt
-per `drain_seconds` (docs/decisions/throttling.md has the numbers and why). A password check counts
-against three keys: (account, address) — the attacker's own address slows down first —, the address
-alone (one address trying many accounts), and the account alone: a ceiling over all addresses that does
-NOT apply to the owner's known address (a previous successful sign-in from it) or known device (a signed
-cookie from a previous sign-in in that browser), so an attacker spraying from many addresses slows every
-unknown source down to the ceiling's rate while the owner still gets in.
+per `drain_seconds` (docs/decisions/throttling.md has the numbers and why). A password check from an
+unknown source counts against three keys: (account, address) — the attacker's own address slows down
+first —, the address alone (one address trying many accounts), and the account alone: a ceiling over all
+addresses. The owner's known address (a successful sign-in from it in the last 90 days) counts only on
+its (account, address) pair, a known device (a signed cookie from a previous sign-in in that browser)
+only on its (account, device) pair, so an attacker spraying from many addresses slows every unknown
+source down to the ceiling's rate while the owner still gets in.
 
 Usage (inside a writing unit of work, e.g. an operation's handler; the row locks taken by `check` hold
 until the transaction ends, so parallel guesses on one key queue up):
@@ -93,15 +94,17 @@ def password_keys(
 ) -> list[Key]:
     """The keys of one password check. `account` names the account ("customer:<email>", lower case; an
     unknown email is throttled the same, so throttling says nothing about which emails exist). A known
-    device is throttled on its own key only; a known address is exempt from the account-wide ceiling."""
+    device is throttled on its own key only; a known address on its (account, address) pair only: it is
+    spared the account-wide ceiling and the address-wide count (an office whose address also tries
+    other accounts)."""
     account = account.strip().lower()
     if device:
         return [Key(PASSWORD_ACCOUNT_DEVICE, f"{account}|{device}")]
     address = address_subject(client_ip)
-    keys = [Key(PASSWORD_ACCOUNT_ADDRESS, f"{account}|{address}"), Key(PASSWORD_ADDRESS, address)]
-    if not known_address:
-        keys.append(Key(PASSWORD_ACCOUNT, account))
-    return keys
+    pair = Key(PASSWORD_ACCOUNT_ADDRESS, f"{account}|{address}")
+    if known_address:
+        return [pair]
+    return [pair, Key(PASSWORD_ADDRESS, address), Key(PASSWORD_ACCOUNT, account)]
 
 
 def signup_keys(client_ip: str) -> list[Key]:

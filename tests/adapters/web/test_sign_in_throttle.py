@@ -1,0 +1,84 @@
+"""Dashboard (and OAuth consent) sign-in through the shared throttle (issue 30.2-3): wrong passwords slow
+the address they come from, an account-wide ceiling slows unknown addresses, and the owner from a known
+address still gets in: nobody can lock a customer out."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from proxyplane.domains.accounts import throttle
+from proxyplane.platform import Platform
+from tests.adapters.web.helpers import PASSWORD, login, signup
+from tests.adapters.web.test_accounts import fresh_ip
+from tests.support import unique_email
+
+pytestmark = pytest.mark.anyio
+WRONG = "guess guess guess"
+_APPS: dict[int, object] = {}
+
+
+def client_from(platform: Platform, ip: str) -> httpx.AsyncClient:
+    """A browser at `ip` (one app per platform: the attempts stay quick, so buckets barely drain)."""
+    from proxyplane.app import create_app
+
+    app = _APPS.get(id(platform))
+    if app is None:
+        app = _APPS[id(platform)] = create_app(platform)
+    transport = httpx.ASGITransport(app=app, client=(ip, 50000))  # type: ignore[arg-type]
+    return httpx.AsyncClient(transport=transport, base_url="http://testserver")
+
+
+async def owner(platform: Platform) -> tuple[str, str]:
+    """A customer who signed up (so signed in) from their own address: (email, address)."""
+    ip = fresh_ip()
+    async with client_from(platform, ip) as c:
+        email = await signup(c)
+    return email, ip
+
+
+async def attempt(platform: Platform, ip: str, email: str, password: str = PASSWORD) -> httpx.Response:
+    async with client_from(platform, ip) as c:
+        return await login(c, email, password)
+
+
+async def guess_until_refused(platform: Platform, burst: int, email: str | None, ip: str | None) -> int:
+    """Wrong guesses (a fresh address each when `ip` is None, a fresh email each when `email` is None)
+    until one is refused; the number answered 401 first. The bucket drains while the guesses run, so a
+    few more than its burst may get through."""
+    for n in range(burst + 10):
+        r = await attempt(platform, ip or fresh_ip(), email or unique_email(), WRONG)
+        if r.status_code == 429:
+            return n
+        assert r.status_code == 401
+    raise AssertionError("never refused")
+
+
+async def test_wrong_passwords_slow_their_address_not_the_owner(platform: Platform) -> None:
+    email, home = await owner(platform)
+    attacker = fresh_ip()
+    for _ in range(throttle.PASSWORD_ACCOUNT_ADDRESS.burst):
+        assert (await attempt(platform, attacker, email, WRONG)).status_code == 401
+    refused = await attempt(platform, attacker, email)  # even the right password: nothing is learnt
+    assert refused.status_code == 429
+    assert "Too many failed sign-ins" in refused.text
+    assert (await attempt(platform, home, email)).status_code == 303  # the owner at home
+    assert (await attempt(platform, fresh_ip(), email)).status_code == 303  # and travelling
+
+
+async def test_account_ceiling_slows_unknown_addresses_and_spares_the_known_one(platform: Platform) -> None:
+    email, home = await owner(platform)
+    # a botnet: one guess per address
+    assert await guess_until_refused(platform, throttle.PASSWORD_ACCOUNT.burst, email, None) >= 20
+    slowed = await attempt(platform, fresh_ip(), email)
+    assert slowed.status_code == 429
+    assert (await attempt(platform, home, email)).status_code == 303
+
+
+async def test_one_address_trying_many_accounts_is_slowed(platform: Platform) -> None:
+    email, home = await owner(platform)
+    stuffer = fresh_ip()
+    assert await guess_until_refused(platform, throttle.PASSWORD_ADDRESS.burst, None, stuffer) >= 30
+    assert (await attempt(platform, stuffer, email)).status_code == 429
+    assert (await attempt(platform, fresh_ip(), email)).status_code == 303
+    assert (await attempt(platform, home, email)).status_code == 303
