@@ -1,0 +1,146 @@
+"""A gateway node through a store outage (issue 35.1, at a small size; bench/faults.py runs it longer):
+`proxyplane gateway --workers 2` on PostgreSQL behind a link the test cuts. While the store is gone the
+node serves its known customer, says "degraded" on /readyz, and is SIGTERMed; its usage waits in the
+spool; the next start replays it when the store is back: the stored bytes equal those relayed, once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from proxyplane.platform import Platform
+from tests.gateway.clients import basic, connect_tunnel
+from tests.gateway.conftest import free_port
+from tests.gateway.processes import start_gateway, status, usage
+from tests.gateway.test_node_limits import limited_rotating
+from tests.gateway.test_store_static import eventually
+from tests.observability.support import raw_get
+from tests.support import Account
+
+from .support import StoreLink
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not os.environ.get("PROXYPLANE_TEST_DATABASE_URL"), reason="a store shared by processes: PostgreSQL"
+    ),
+]
+CHUNK = b"u" * 5000
+OUTAGE_SECONDS = float(os.environ.get("PROXYPLANE_FAULT_OUTAGE_SECONDS", "4"))
+
+
+def collect(proc: subprocess.Popen[bytes]) -> list[bytes]:
+    """The process's output, read as it comes (a full pipe would stop its writer)."""
+    lines: list[bytes] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_outage_sigterm_restart_loses_no_usage(
+    client: httpx.AsyncClient,
+    platform: Platform,
+    account: Account,
+    tcp_echo,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sid, auth = await limited_rotating(client, platform, account, 0)
+    proxy_auth = basic(auth["login"], auth["password"])
+    port, metrics = free_port(["127.0.0.1"]), free_port(["127.0.0.1"])
+    monkeypatch.setenv("PROXYPLANE_GATEWAY_METRICS_PORT", str(metrics))
+    proxy, target = ("127.0.0.1", port), f"127.0.0.1:{tcp_echo.port}"
+    link = StoreLink.for_url(database_url)
+    await link.up()
+    home = tmp_path / "gw"
+    sent = served = refused = 0
+
+    async def one() -> None:
+        nonlocal sent, served, refused
+        try:
+            code, reader, writer = await connect_tunnel(proxy, target, proxy_auth)
+        except OSError:
+            refused += 1
+            return
+        if code != 200:
+            refused += 1
+            writer.close()
+            return
+        writer.write(CHUNK)
+        assert await asyncio.wait_for(reader.readexactly(len(CHUNK)), 10) == CHUNK
+        writer.close()
+        sent += len(CHUNK)
+        served += 1
+
+    proc = start_gateway(link.url(database_url), home, port)
+    logs = [collect(proc)]
+    try:
+
+        async def ready() -> bool:
+            serving = [p for p in status(home).get("processes", []) if p["serving"]]
+            return len(serving) == 2
+
+        await eventually(ready, within=30.0)
+        before = await usage(platform, sid)
+        print("readyz before", await raw_get(metrics, "/readyz"), flush=True)
+        for _ in range(10):
+            await one()
+        await link.cut()  # the store is gone for the gateway
+        loop = asyncio.get_running_loop()
+        end = loop.time() + OUTAGE_SECONDS
+        while loop.time() < end:
+            for _ in range(5):
+                await one()
+            await asyncio.sleep(0.2)
+        print("served", served, "refused", refused, flush=True)
+        code, body = await raw_get(metrics, "/readyz")
+        assert code == 200 and "degraded: store unreachable" in body, body
+        assert refused == 0 and served > 10
+        proc.send_signal(signal.SIGTERM)  # during the outage
+        assert await asyncio.to_thread(proc.wait, 30) == 0, b"".join(logs[0]).decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the outage is in the log once per loop, not once per retry (no traceback storm)
+    assert b"".join(logs[0]).count(b"Traceback") < 20, b"".join(logs[0]).decode()[-3000:]
+    spooled = list(home.glob("usage-spool/*/*.usage"))
+    assert spooled, "the outage's usage should wait in the spool"
+    assert await usage(platform, sid) != (before[0] + sent, before[1] + sent)
+    await link.up()  # the store is back; the node starts again
+    proc = start_gateway(link.url(database_url), home, port)
+    logs.append(collect(proc))
+    try:
+
+        async def replayed() -> bool:
+            return await usage(platform, sid) == (before[0] + sent, before[1] + sent)
+
+        await eventually(replayed, within=30.0)
+        await asyncio.sleep(2.5)  # another writer pass: nothing is applied twice
+        assert await usage(platform, sid) == (before[0] + sent, before[1] + sent)
+        assert not list(home.glob("usage-spool/*/*.usage"))
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        await link.cut()
