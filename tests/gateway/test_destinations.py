@@ -179,3 +179,25 @@ def test_platform_listeners_from_the_settings():
     ports = {port for _, port in listed}
     assert {8123, 8080, 1080, 3128, 3129, 9300, 9301, 9302, 7777} <= ports and 8443 not in ports
     assert ("127.0.0.1", 7777) in listed
+
+
+def test_this_hosts_own_addresses_are_refused_unless_the_development_setting():
+    import ipaddress
+
+    from proxyplane.gateway.local_ips import local_prefixes
+
+    policy = DestinationPolicy()
+    assert policy.permits("8.8.8.8", 80)
+    policy.set_host([ipaddress.ip_network("8.8.8.0/24")])  # as if this host owned it (its exit IPs, say)
+    assert not policy.permits("8.8.8.8", 80) and not policy.permits("::ffff:8.8.8.8", 443)
+    assert policy.permits("8.8.4.4", 80)
+    policy.set_host(None)  # netlink unavailable: back to the built-in rules
+    assert policy.permits("8.8.8.8", 80)
+    dev = DestinationPolicy(allow_loopback=True)
+    dev.set_host([ipaddress.ip_network("8.8.8.0/24")])
+    assert dev.permits("8.8.8.8", 80)
+    real = local_prefixes()  # the kernel's local routes: every address of this host
+    if real is not None:
+        policy.set_host(real)
+        for net in real:
+            assert not policy.permits(str(net.network_address), 80), net

@@ -60,6 +60,8 @@ async def test_serve_gateway_opens_only_the_demo_origin_and_serves_its_metrics(
         status, _, _ = await http_get(proxy, f"http://127.0.0.1:{metrics_port}/metrics", auth)
         assert status == 403
         assert (await raw_get(metrics_port, "/readyz"))[0] == 200
+        # the host's own addresses (the node's local prefixes) are refused like loopback
+        assert node.gateway.ctx.destinations.host == tuple(node.addresses.prefixes or ())
         assert "gateway_" in (await raw_get(metrics_port, "/metrics"))[1]
     out = capsys.readouterr().out
     assert f"demo origin    http://127.0.0.1:{demo_port}/" in out

@@ -11,7 +11,8 @@ resolves a name once, checks the address it got and connects to that same addres
    demo origin `proxyplane serve` starts itself (gateway/demo_origin.py). Never a pair of rule 1.
 3. Networks: every private, link-local, shared, reserved and multicast range is refused (RFC 1918,
    169.254.0.0/16 with the cloud metadata address 169.254.169.254, 100.64.0.0/10, fc00::/7, fe80::/10
-   ...), and this host itself (127.0.0.0/8, ::1, 0.0.0.0/8, ::) unless the explicit development setting
+   ...), and this host itself (127.0.0.0/8, ::1, 0.0.0.0/8, ::, and on a node every local address
+   prefix of the host: ``set_host``) unless the explicit development setting
    ``allow_loopback`` is on (never implied by a command; the tests and the standalone bench gateway set
    it). IPv4-mapped (::ffff:127.0.0.1) and NAT64 (64:ff9b::7f00:1) addresses are judged as the IPv4
    address they carry.
@@ -97,7 +98,7 @@ def endpoint(spec: str) -> tuple[str, int]:
 
 
 class DestinationPolicy:
-    __slots__ = ("networks", "allow_loopback", "own_ports", "own_addresses", "allow_exact", "_cache")
+    __slots__ = ("networks", "allow_loopback", "own_ports", "own_addresses", "allow_exact", "host", "_cache")
 
     def __init__(
         self,
@@ -113,6 +114,7 @@ class DestinationPolicy:
         self.own_ports: set[int] = set()  # rule 1: on any local address
         self.own_addresses: set[tuple[str, int]] = set()  # rule 1: these exactly (their ports in own_ports)
         self.allow_exact: set[tuple[str, int]] = set()
+        self.host: tuple[IPNetwork, ...] = ()  # this host's local prefixes (set_host), refused like loopback
         for address, port in allow_exact:
             self.allow(address, port)
         self._cache: dict[str, bool] = {}
@@ -125,6 +127,15 @@ class DestinationPolicy:
             if ip is not None and not ip.is_unspecified:
                 self.own_addresses.add((str(ip), port))
         self.allow_exact -= {pair for pair in self.allow_exact if pair[1] in self.own_ports}
+
+    def set_host(self, prefixes: Iterable[IPNetwork] | None) -> None:
+        """This host's local address prefixes (the node's LocalAddresses, every 30 s): its own public
+        addresses, the exit IPs included, are refused on every port like loopback, unless allow_loopback
+        (services bound to 0.0.0.0 would otherwise see customers' connections come from the host itself)."""
+        host = () if self.allow_loopback else tuple(prefixes or ())
+        if host != self.host:
+            self.host = host
+            self._cache.clear()
 
     def allow(self, address: str, port: int) -> None:
         """Let exactly ``address:port`` through (rule 2), unless it is one of the platform's listeners."""
@@ -167,7 +178,9 @@ class DestinationPolicy:
         ip = parse(address)
         if ip is None:
             return False
-        return not any(ip in net for net in self.networks if net.version == ip.version)
+        return not any(
+            ip in net for nets in (self.networks, self.host) for net in nets if net.version == ip.version
+        )
 
 
 def deny_list(spec: str) -> tuple[str, ...]:

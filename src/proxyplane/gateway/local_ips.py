@@ -23,7 +23,7 @@ import ipaddress
 import logging
 import socket
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -143,6 +143,7 @@ class LocalAddresses:
                  router: Router | None = None) -> None:
         self.db, self.node_id, self.access, self.interval = db, node_id, access, interval
         self.router = router
+        self.on_prefixes: Callable[[list[Network] | None], None] | None = None  # e.g. the destination rules
         self.prefixes: list[Network] | None = None
         self.nonlocal_count = 0
         self.nonlocal_sample: list[str] = []
@@ -158,6 +159,8 @@ class LocalAddresses:
         self.prefixes = prefixes
         if self.router is not None:
             self.router.set_local(prefixes)
+        if self.on_prefixes is not None:
+            self.on_prefixes(prefixes)
         if prefixes is not None:
             key = (getattr(self.access, "version", None), tuple(prefixes))
             if key != self._counted or key[0] is None:

@@ -136,6 +136,7 @@ class GatewayNode:
             db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
         )
         self.addresses = LocalAddresses(db, self.sticky.node_id, self.table, router=self.router)
+        self.addresses.on_prefixes = self.gateway.ctx.destinations.set_host  # this host: never a destination
         self.started = False
         self.polled = 0.0  # when the change log was last read (time.time())
         self.store.poll = metrics.timed(self.store.poll, self._polled)  # type: ignore[method-assign]
