@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from . import metrics
 from .access import AccessProvider
+from .auth_throttle import ProxyAuthThrottle
 from .capacity import Capacity
 from .deadlines import Deadlines
 from .destinations import DEFAULT_DENY, DestinationPolicy
@@ -55,6 +56,8 @@ class Context:
     capacity: Capacity = field(default_factory=Capacity)  # the descriptor budget (set from settings)
     # errors that cannot be attributed to a service (no or wrong credentials, malformed input)
     unattributed_errors: Counter[str] = field(default_factory=Counter)
+    # proxy-password guessing slowed per source address, in this process's memory (auth_throttle.py)
+    auth_throttle: ProxyAuthThrottle = field(default_factory=ProxyAuthThrottle)
 
     def __post_init__(self) -> None:
         # sub-users' traffic between flushes: the access table reads what the meter counted (subusers.py)

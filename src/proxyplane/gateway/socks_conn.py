@@ -108,7 +108,8 @@ class Socks5Connection(asyncio.Protocol):
 
     def on_userpass(self, login: str, password: str) -> None:
         try:
-            self.grant = authenticate(self.ctx.access, self.static_ip, "", login, password)
+            self.grant = self.ctx.auth_throttle.authenticate(
+                self.ctx.access, self.static_ip, self.client_ip, login, password)
         except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
             if isinstance(exc, AuthError):
                 self.ctx.error(exc.service_id, "", exc.reason)

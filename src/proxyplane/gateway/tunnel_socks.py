@@ -30,7 +30,7 @@ def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str, local_ip
 
 
 def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, password_bytes: bytes,
-            local_ip: str | None) -> None:
+            client_ip: str, local_ip: str | None) -> None:
     ctx = engine.ctx
     static_ip = engine.static_ip(tag, local_ip)
     try:
@@ -40,7 +40,7 @@ def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, passwo
         engine.reply_close(cid, b"\x01\x01")
         return
     try:
-        grant = authenticate(ctx.access, static_ip, "", login, password)
+        grant = ctx.auth_throttle.authenticate(ctx.access, static_ip, client_ip, login, password)
     except (AuthError, ProtocolError) as exc:  # ProtocolError: a malformed username option
         if isinstance(exc, AuthError):
             ctx.error(exc.service_id, "", exc.reason)

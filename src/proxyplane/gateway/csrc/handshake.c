@@ -113,8 +113,8 @@ void tn_advance(Engine *e, conn_t *c) {
             if (n < 3 + ulen + plen) return;
             PyObject *login = PyBytes_FromStringAndSize((char *)p + 2, (Py_ssize_t)ulen);
             PyObject *password = PyBytes_FromStringAndSize((char *)p + 3 + ulen, (Py_ssize_t)plen);
-            tn_push(e, Py_BuildValue("(iKiNNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
-                                     password, tn_local_ip(c)));
+            tn_push(e, Py_BuildValue("(iKiNNNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
+                                     password, tn_client_ip(c), tn_local_ip(c)));
             tn_buf_consume(&c->in, 3 + ulen + plen);
             c->state = S_WAIT;
             return;

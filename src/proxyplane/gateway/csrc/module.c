@@ -17,7 +17,7 @@
  *   (HANDOFF, tag, fd, data, kind)         the connection is Python's now (fd + bytes read so far)
  *   (CONNECT, id, tag, head, client_ip, local_ip)  a CONNECT head (without the final CRLFCRLF)
  *   (SOCKS_NOAUTH, id, tag, client_ip, local_ip)   greeting offered no-auth only: whitelist decision
- *   (SOCKS_AUTH, id, tag, login, password, local_ip)  RFC 1929 credentials (bytes)
+ *   (SOCKS_AUTH, id, tag, login, password, client_ip, local_ip)  RFC 1929 credentials (bytes)
  * local_ip: the address the client dialed on a `local` (wildcard, static) listener, else None.
  *   (SOCKS_REQUEST, id, cmd, atyp, host, port)  host: str for IP literals, bytes for a domain name
  *   (CONNECT_FAILED, id, errno, timed_out) the upstream connect failed; Python replies

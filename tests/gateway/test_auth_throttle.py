@@ -1,0 +1,43 @@
+"""Proxy-password guessing throttled per source address (issue 30.2) on real loopback sockets, on both
+tunnel paths (the C engine under uvloop, the Python protocol classes under asyncio): past the burst every
+login from that address is refused, even a correct one, while another address still gets in."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxyplane.core.throttling import Policy
+from proxyplane.gateway.auth_throttle import ProxyAuthThrottle, address_key
+
+from .clients import socks_connect
+
+pytestmark = pytest.mark.anyio
+BURST = 3
+
+
+def small(env) -> None:
+    env.gateway.ctx.auth_throttle = ProxyAuthThrottle(Policy("proxy-ip", burst=BURST, drain_seconds=600))
+
+
+async def socks_login(env, source: str, password: str, origin) -> str | int:
+    rep, _, _, writer = await socks_connect(
+        env.socks, "127.0.0.1", origin.port, "rot", password, source=source
+    )
+    writer.close()
+    return rep
+
+
+async def test_socks5_guessing_is_refused_per_source_address(env, origin) -> None:
+    small(env)
+    attacker, other = "127.0.3.1", "127.0.3.2"
+    for _ in range(BURST):
+        assert await socks_login(env, attacker, "wrong", origin) == "auth-failed"
+    assert await socks_login(env, attacker, "pw", origin) == "auth-failed"  # throttled: not even checked
+    assert await socks_login(env, other, "pw", origin) == 0  # another address: served
+    assert env.gateway.ctx.unattributed_errors["auth_throttled"] == 1
+
+
+def test_address_keys() -> None:
+    assert address_key("127.0.0.1") == "127.0.0.1"
+    assert address_key("::ffff:127.0.0.1") == "127.0.0.1"
+    assert address_key("::1") == "::/64"
