@@ -43,7 +43,7 @@ def test_core_imports_nothing_of_ours_but_core() -> None:
 
 # The one domain writer the gateway calls: the usage flush adds a sub-user's counters and its 80/100 %
 # events in the flush's own transaction (domain rules, not gateway code; it imports no operation layer).
-GATEWAY_DOMAIN_WRITERS = ("proxyplane.domains.subusers.metering",)
+GATEWAY_DOMAIN_WRITERS = ("proxyplane.domains.subusers.metering", "proxyplane.domains.quotas.metering")
 
 
 def test_gateway_imports_only_core_and_storage() -> None:

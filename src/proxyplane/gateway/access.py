@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from . import subusers
+from . import quotas, subusers
 from .auth_reasons import REFUSAL_TEXT, AuthFailure
 from .protocol.username import UsernameOptions, parse_username
+from .quotas import QuotaEntry
 from .subusers import SubCounts, SubuserEntry
 
 Kind = Literal["static", "rotating"]
@@ -43,6 +44,7 @@ class ServiceEntry:
     subusers: tuple[SubuserEntry, ...] = ()  # the service's sub-users (issue 18; gateway/subusers.py)
     parent: ServiceEntry | None = None  # set on a sub-user's derived entry: the service
     subuser: SubuserEntry | None = None  # set on a sub-user's derived entry: the sub-user
+    quota: QuotaEntry | None = None  # the service's traffic/request quota (issue 32; gateway/quotas.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,8 @@ class AccessTable:
 
     @sub_counts.setter
     def sub_counts(self, counts: SubCounts) -> None:
+        for key, seen in self._sub_counts.items():  # services' quota keys registered before (quotas.py)
+            counts.setdefault(key, seen)
         self._sub_counts = counts
 
     def _index_subs(self, entry: ServiceEntry) -> None:
@@ -198,6 +202,8 @@ class AccessTable:
                 _drop(self._sub_wl, client, d.service_id)
 
     def _index(self, entry: ServiceEntry) -> None:
+        if entry.quota is not None:
+            quotas.track(entry.quota, self._sub_counts)
         if entry.subusers:
             self._index_subs(entry)
         if entry.kind == "static":
@@ -382,6 +388,8 @@ def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
             raise _failure(access, None, options.login if options is not None else login)
     if not entry.active:
         raise refused(AuthFailure.SUSPENDED, entry)
+    if entry.quota is not None and quotas.refused(entry, access.sub_counts):
+        raise AuthError(quotas.QUOTA_TEXT, quotas.QUOTA_EXHAUSTED, entry.service_id)
     if entry.subuser is not None:
         reason = subusers.refusal(entry, options, access.sub_counts)
         if reason is not None:

@@ -11,6 +11,7 @@ from .protocol import socks5
 from .protocol.http_proxy import Credentials
 from .protocol.http_response import auth_required, build_reply
 from .protocol.username import UsernameError
+from .quotas import QUOTA_EXHAUSTED, proxy_status
 from .routing import RoutingError
 from .upstream import literal_family
 
@@ -31,6 +32,9 @@ def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: 
         return auth_required(str(exc))
     except AuthError as exc:
         ctx.error(exc.service_id, host, exc.reason)
+        if exc.reason == QUOTA_EXHAUSTED:  # 402: buy more traffic (gateway/quotas.py)
+            status = proxy_status(QUOTA_EXHAUSTED, "traffic quota used up")
+            return build_reply(402, str(exc), headers=(status,))
         return build_reply(403, str(exc)) if exc.reason == AuthFailure.SUSPENDED else auth_required(str(exc))
 
 

@@ -93,6 +93,11 @@ class Meter:
             counts = self.sub_counts[metering_id] = [0, 0, 0, 0]
         counts[0] += nbytes
         counts[1] += requests
+        if "/" in metering_id:  # a sub-user's traffic counts for its service's quota too (quotas.py)
+            parent = self.sub_counts.get(metering_id.partition("/")[0])
+            if parent is not None:
+                parent[0] += nbytes
+                parent[1] += requests
 
     def add_source(self, source: Callable[[], None]) -> None:
         """``source()`` runs before every harvest: it brings flow counters kept elsewhere (the C tunnel
@@ -126,7 +131,7 @@ class Meter:
         row.bytes_down += bytes_down
         metrics.opened(requests, connections)
         metrics.relayed(bytes_up, bytes_down)
-        if "/" in service_id:  # a sub-user
+        if "/" in service_id or service_id in self.sub_counts:  # a sub-user, a service with a quota
             self._sub(service_id, bytes_up + bytes_down, requests)
         if error is not None:
             row.errors[error] = row.errors.get(error, 0) + 1
@@ -142,7 +147,7 @@ class Meter:
     def open_flow(self, service_id: str, host: str, *, requests: int = 0, connections: int = 0) -> Flow:
         flow = Flow(service_id, host, requests, connections)
         self._flows.add(flow)
-        if "/" in service_id:
+        if "/" in service_id or service_id in self.sub_counts:  # a sub-user, a service with a quota
             self._sub_flows.add(flow)
         return flow
 
@@ -163,8 +168,9 @@ class Meter:
             row.connections += connections
             metrics.opened(requests, connections)
             metrics.relayed(up, down)
-            if "/" in flow.service_id:  # a sub-user
-                self._sub(flow.service_id, up + down, requests)
+            sid = flow.service_id
+            if "/" in sid or sid in self.sub_counts:  # a sub-user, a service with a quota
+                self._sub(sid, up + down, requests)
 
     def harvest(self) -> None:
         for source in self._sources:
@@ -211,11 +217,18 @@ class Meter:
 
     def mark_flushed(self, rows: list[UsageRow]) -> None:
         """These rows of this meter are in the store now (its totals, loaded with an entry, include them)."""
+        sub_counts = self.sub_counts
         for row in rows:
-            if "/" in row.service_id and row.service_id in self.sub_counts:
-                counts = self.sub_counts[row.service_id]
+            sid = row.service_id
+            counts = sub_counts.get(sid)
+            if counts is not None:
                 counts[2] += row.bytes_up + row.bytes_down
                 counts[3] += row.requests
+            if "/" in sid:  # and its service's quota counters (quotas.py)
+                parent = sub_counts.get(sid.partition("/")[0])
+                if parent is not None:
+                    parent[2] += row.bytes_up + row.bytes_down
+                    parent[3] += row.requests
 
     async def run(self, sink: UsageSink, interval: float = 5.0) -> None:
         """Harvest every second and flush every ``interval`` seconds until cancelled (then flush once)."""

@@ -29,6 +29,7 @@ from proxyplane.storage.models.billing import ServiceAddon
 from proxyplane.storage.models.gateway import ProxySettings
 
 from .access import ServiceEntry
+from .quotas_load import load_quotas
 from .subnets import SubnetExits, load_subnets
 from .subusers_load import load_subusers
 
@@ -261,6 +262,8 @@ async def load_entries(
     lap("addons")
     subs = await load_subusers(session, box, id_list)  # one select; empty for most stores
     lap("subusers")
+    quotas = await load_quotas(session, id_list)  # one select (issue 32); empty without metered plans
+    lap("quotas")
     svc_q = (
         select(
             Service.service_id,
@@ -326,6 +329,8 @@ async def load_entries(
             )
             if subs:
                 entry.subusers = subs.get(str(sid), ())
+            if quotas:
+                entry.quota = quotas.get(str(sid))
             out[_uuid(sid)] = (entry, end)
     lap("services")
     if ipv6:  # one more select only when IPv6 services are loaded (gateway/subnets.py)

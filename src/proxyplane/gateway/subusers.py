@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .access import AccessProvider, ServiceEntry
     from .metering import Meter
     from .protocol.username import UsernameOptions
+    from .quotas import QuotaEntry
 
 # per metering id of a sub-user: [bytes counted, requests counted, bytes flushed, requests flushed]
 SubCounts = dict[str, list[int]]
@@ -124,10 +125,13 @@ def derive(service: ServiceEntry, sub: SubuserEntry, counts: SubCounts) -> Servi
         sub.sealed,
         parent=service,
         subuser=sub,
+        quota=service.quota,  # the service's quota holds for its sub-users' traffic too (quotas.py)
     )
 
 
-def over_traffic(sub: SubuserEntry, counts: SubCounts, mid: str) -> bool:
+def over_traffic(sub: SubuserEntry | QuotaEntry, counts: SubCounts, mid: str) -> bool:
+    """A sub-user's traffic limit, or a service's quota (quotas.QuotaEntry: the same attributes), reached:
+    the store says so, or its loaded totals plus what this node counted since (under ``mid``) reach it."""
     if sub.limit_reached:
         return True
     if sub.limit_bytes is None and sub.limit_requests is None:
@@ -142,20 +146,25 @@ def over_traffic(sub: SubuserEntry, counts: SubCounts, mid: str) -> bool:
 
 
 def cut_refused(meter: Meter, access: AccessProvider) -> int:
-    """End the open tunnels of sub-users refused now (traffic limit reached, disabled); the count cut.
-    Each is metered under its reason (``subuser_traffic_limit`` / ``subuser_disabled``) like a refusal."""
+    """End the open tunnels of sub-users refused now (traffic limit reached, disabled) and of services
+    over their quota (quotas.py); the count cut. Each is metered under its reason
+    (``subuser_traffic_limit`` / ``subuser_disabled`` / ``quota_exhausted``) like a refusal."""
+    from .quotas import QUOTA_EXHAUSTED, refused
+
     cut = 0
     counts = meter.sub_counts
     for flow in meter.subuser_flows():
         if flow.cut is None:
             continue
         entry = access.get(flow.service_id)
-        if entry is None or entry.subuser is None:
+        if entry is None:
             continue  # gone from the table (deleted): left to end by itself
-        reason = refusal(entry, None, counts)
+        reason: str | None = QUOTA_EXHAUSTED if refused(entry, counts) else None
+        if reason is None and entry.subuser is not None:
+            reason = refusal(entry, None, counts)
         if reason is not None:
             flow.cut()
-            meter.record(flow.service_id, flow.host, error=reason.value)
+            meter.record(flow.service_id, flow.host, error=str(reason))
             cut += 1
     return cut
 

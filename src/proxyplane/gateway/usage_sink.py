@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+import proxyplane.domains.quotas.metering as quota_metering
 from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
@@ -173,6 +174,7 @@ async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow]) -> None:
     sub_exit = subuser_exit_error_values(rows)
     insert = sqlite_insert if sqlite else pg_insert
     await add_usage(s, sqlite, minutes, errors)
+    await quota_metering.apply_usage(s, minutes)  # the services' quotas, periods, top-ups (issue 32)
     await upsert(
         s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
     )

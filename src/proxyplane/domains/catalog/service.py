@@ -18,6 +18,7 @@ from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing.money import percent_of, round_half_up
+from proxyplane.domains.quotas import service as quotas
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.autoplan import InsufficientStock, auto_plan
@@ -179,4 +180,5 @@ async def buy(
         )
     services.activate(svc)
     await session.flush()
+    await quotas.ensure_row(session, svc)  # a plan that meters traffic (issue 32)
     return svc, True

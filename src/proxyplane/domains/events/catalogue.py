@@ -16,6 +16,8 @@ EVENT_TYPES: dict[str, str] = {
     "service.ips_replaced": "IPs of a service were refreshed; the payload carries old and new IPs.",
     "subuser.usage_80": "A sub-user used 80 % of its traffic limit (bytes or requests).",
     "subuser.usage_100": "A sub-user reached its traffic limit and is refused until the limit is raised.",
+    "service.quota_80": "A service used 80 % of its traffic or request quota for the current period.",
+    "service.quota_100": "A service used up its quota for the period and is refused until traffic is added.",
     "addon.activated": "An add-on was purchased and is active.",
     "addon.cancelled": "An add-on was cancelled.",
     "wallet.credited": "The wallet was credited (confirmed top-up, refund or adjustment).",

@@ -33,6 +33,7 @@ from proxyplane.domains.addons import service as addons
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.pricing.store import load_pricebooks
+from proxyplane.domains.quotas import service as quotas
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
@@ -120,6 +121,7 @@ async def _charge_term(
     else:
         svc.period_price_cents += service_part
     svc.current_period_end = new_end
+    await quotas.renewed(session, svc.service_id, now)  # a "term" quota starts a new period (issue 32)
     await invoices.record_charge(
         session,
         svc.customer_id,
@@ -250,6 +252,7 @@ async def after_manual_renew(
         )
     for addon, line in extra:
         addons.extend(addon, line, svc.current_period_end)
+    await quotas.renewed(session, svc.service_id, now)  # a "term" quota starts a new period (issue 32)
     gross = svc.renewal_price_cents * months
     lines = [
         invoices.Line(

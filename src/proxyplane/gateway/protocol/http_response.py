@@ -153,8 +153,9 @@ def _parse_response_head(head: bytes) -> tuple[int, bool, int | str]:
 
 
 REASONS = {
-    200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-    407: "Proxy Authentication Required", 408: "Request Timeout", 429: "Too Many Requests",
+    200: "OK", 400: "Bad Request", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 407: "Proxy Authentication Required", 408: "Request Timeout",
+    429: "Too Many Requests",
     431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
     502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
 }
