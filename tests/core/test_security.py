@@ -1,9 +1,9 @@
-"""core/security.SecretBox (issue 15): its own Fernet encryption writes exactly cryptography's Fernet token
-for the same time and IV (so every existing token and reader stays valid), and round-trips any text."""
+"""core/security.SecretBox: cryptography's Fernet tokens (issue 31 reverted issue 15's hand-written token
+code): a token round-trips any text, is Fernet's with the box's key, and a token written by the reverted
+code (the same bytes as Fernet's for its time and IV) still decrypts."""
 
 from __future__ import annotations
 
-import os
 import threading
 
 import pytest
@@ -12,20 +12,24 @@ from cryptography.fernet import Fernet
 from proxyplane.core.security import SecretBox
 
 TEXTS = ["", "a", "x" * 15, "x" * 16, "x" * 17, "Ab3dEf7hJk9mNp2q", "pässwörd ✓ " * 7]
+# written by issue 15's SecretBox.encrypt_at("pässwörd ✓", 1_795_000_000, bytes(range(16))),
+# key "server secret"
+WRITTEN_BEFORE = (
+    "gAAAAABq_YbAAAECAwQFBgcICQoLDA0OD1gLfcVhSPDK_uvAYWuPJ9yWBlrPdv-yifnVEgIFXatbN01RjaQcP_yy5wBLncBgOg=="
+)
 
 
 @pytest.mark.parametrize("plain", TEXTS)
-def test_the_token_is_fernets_own_bytes(plain: str) -> None:
+def test_the_token_is_a_fernet_token_of_the_box_key(plain: str) -> None:
     box = SecretBox("server secret")
-    iv = os.urandom(16)
     fernet: Fernet = box._fernet
-    assert (
-        box.encrypt_at(plain, 1_795_000_000, iv)
-        == fernet._encrypt_from_parts(plain.encode(), 1_795_000_000, iv).decode()
-    )
     token = box.encrypt(plain)
     assert fernet.decrypt(token.encode()).decode() == plain == box.decrypt(token)
     assert box.encrypt(plain) != token  # a fresh IV each time
+
+
+def test_a_token_of_the_reverted_code_still_decrypts() -> None:
+    assert SecretBox("server secret").decrypt(WRITTEN_BEFORE) == "pässwörd ✓"
 
 
 def test_another_key_cannot_decrypt_and_threads_share_one_box() -> None:
