@@ -12,6 +12,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from proxyplane.adapters.admin import install_console
+from proxyplane.adapters.admin_api import install_admin_api
 from proxyplane.adapters.checkout.pages import checkout_router
 from proxyplane.adapters.legacy import legacy_router
 from proxyplane.adapters.mcp.server import mount_mcp
@@ -52,6 +54,8 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     app.include_router(legacy_router(platform))  # the legacy account API at /api
     app.include_router(checkout_router(platform))
     install_dashboard(app)  # the customer dashboard at /
+    install_console(app)  # the operator console at /admin (issue 33)
+    install_admin_api(app, platform)  # the operator API at /api/admin/v1, its own OpenAPI (issue 33)
     install_oauth(app, platform)  # OAuth 2.1 for MCP: metadata, authorize, token, revoke (issue 21.2)
     mcp = mount_mcp(app, platform)  # /api/v1/mcp; its session manager runs in the lifespan above
     route_table.install(app.router)  # (method, path) looked up before the linear walk (issue 15)

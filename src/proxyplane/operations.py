@@ -3,6 +3,9 @@
 from proxyplane.domains.accounts import logins as _logins  # noqa: F401
 from proxyplane.domains.accounts import operator_ops as _operator_accounts  # noqa: F401
 from proxyplane.domains.accounts import ops as _accounts  # noqa: F401
+from proxyplane.domains.accounts import recovery as _recovery  # noqa: F401  (issue 34)
+from proxyplane.domains.accounts import session_ops as _session_ops  # noqa: F401  (issue 34)
+from proxyplane.domains.accounts import two_factor as _two_factor  # noqa: F401  (issue 34)
 from proxyplane.domains.accounts import web_ops as _web_accounts  # noqa: F401
 from proxyplane.domains.addons import ops as _addons  # noqa: F401
 from proxyplane.domains.agent import limits as _limits  # noqa: F401
@@ -14,6 +17,7 @@ from proxyplane.domains.events import ops as _events  # noqa: F401
 from proxyplane.domains.invoices import ops as _invoices  # noqa: F401
 from proxyplane.domains.ips import ops as _ips  # noqa: F401
 from proxyplane.domains.legacy import ops as _legacy  # noqa: F401
+from proxyplane.domains.mail import operator_ops as _operator_mail  # noqa: F401  (issue 34)
 from proxyplane.domains.oauth import consent_ops as _oauth_consent  # noqa: F401
 from proxyplane.domains.oauth import ops as _oauth  # noqa: F401
 from proxyplane.domains.operators import console_ops as _console  # noqa: F401  (issue 33)

@@ -11,11 +11,19 @@ from proxyplane.core.scopes import parse_scopes
 # groups of their own modules, imported when used: importing one adds its groups to `admin`
 STOCK, TICKETS = "proxyplane.cli.admin_stock", "proxyplane.cli.admin_tickets"
 OPERATORS = "proxyplane.cli.admin_operators"  # issue 33: operator accounts and their keys
+MAIL = "proxyplane.cli.admin_mail"  # issue 34: the email outbox
 
 
 @click.group(
     cls=LazyGroup,
-    lazy={"stock": STOCK, "product": STOCK, "price": STOCK, "ticket": TICKETS, "operator": OPERATORS},
+    lazy={
+        "stock": STOCK,
+        "product": STOCK,
+        "price": STOCK,
+        "ticket": TICKETS,
+        "operator": OPERATORS,
+        "outbox": MAIL,
+    },
 )
 def admin() -> None:
     """Operator commands: customers, keys, wallets, KYC, partner discounts."""

@@ -1,13 +1,15 @@
-"""`proxyplane admin operator create|list|role|lock|unlock|key`: the operator team (issue 33); flags in,
+"""`proxyplane admin operator create|list|role|lock|unlock|key|call`: the operator team (issue 33); flags in,
 JSON out, over the registered operations of domains/operators/ops.py. The command line acts as a local
 owner, audited as "cli"."""
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from proxyplane.cli.admin import admin
-from proxyplane.cli.common import echo_json, operator_call
+from proxyplane.cli.common import echo_json, fail, operator_call
 from proxyplane.domains.operators.roles import ROLES
 
 ROLE = click.Choice(list(ROLES))
@@ -61,3 +63,21 @@ def operator_unlock(email: str) -> None:
 def operator_key(email: str, name: str, role: str) -> None:
     """Create an operator API key (Bearer, /api/admin/v1); prints its secret, shown only this once."""
     echo_json(operator_call("operator_operator_key_create", operator_email=email, name=name, role=role))
+
+
+@operator.command("call")
+@click.argument("operation")
+@click.option("--input", "raw", default="{}", help="the operation's input as a JSON object")
+def operator_run(operation: str, raw: str) -> None:
+    """Run any operator operation served by the CLI by its registry name (e.g. operator_overview,
+    operator_customer_search, operator_service_suspend) with a JSON input; prints its JSON output."""
+    try:
+        fields = json.loads(raw)
+    except ValueError as exc:
+        fail(f"--input is not JSON: {exc}")
+    if not isinstance(fields, dict):
+        fail("--input must be a JSON object")
+    try:
+        echo_json(operator_call(operation, **fields))
+    except (KeyError, RuntimeError):  # unknown, or not served by the CLI
+        fail(f"no operator operation {operation!r} on the command line")

@@ -35,6 +35,15 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = 1.0
     worker_in_serve: bool = True
     oauth_allow_http_client_ids: bool = False  # development/tests: http://127.0.0.1 client ID documents
+    # email (issue 34, docs/decisions/accounts-email.md): smtp://host:25, smtp+starttls://user:pass@host:587,
+    # smtps://user:pass@host:465; empty: messages stay in the outbox (`proxyplane admin outbox`)
+    smtp_url: str = ""
+    mail_from: str = "ProxyPlane <no-reply@proxyplane.localhost>"
+    smtp_timeout_seconds: float = 30.0
+    mail_max_attempts: int = 12
+    mail_retry_base_seconds: float = 30.0
+    mail_retry_max_seconds: float = 3600.0
+    mail_notify_lag_seconds: float = 10.0  # events are mailed once this old (late commits: decisions)
 
     def resolved_database_url(self) -> str:
         url = self.database_url or os.environ.get("DATABASE_URL", "")

@@ -19,6 +19,7 @@ from proxyplane.domains.renewals.steps import PassReport
 from proxyplane.domains.services.service import ENTITLEMENTS_CHANGED
 from proxyplane.jobs.background import background
 from proxyplane.jobs.idempotency_prune import prune_idempotency
+from proxyplane.jobs.mail_pass import remind_pass
 from proxyplane.jobs.oauth_prune import prune_oauth
 from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.jobs.stock_free_fold import fold_free_counts
@@ -43,6 +44,7 @@ async def run_once(
     await prune_idempotency(platform.db)  # by the real clock, not `now`: retention of replay records
     await prune_oauth(platform.db)  # spent OAuth requests and tokens, by the real clock too
     await fold_free_counts(platform.db)  # the stock's free-count deltas, one row per key (issue 15)
+    await remind_pass(platform, now)  # expiry reminders by email, 3 days and 1 day before (issue 34)
     return report
 
 

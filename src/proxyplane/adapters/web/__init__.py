@@ -17,11 +17,13 @@ def install_dashboard(app: FastAPI) -> None:
         buy,
         consent,
         keys,
+        mail_pages,
         money_pages,
         service_tools,
         services,
         subusers,
         tickets,
+        two_factor_pages,
         webhooks,
     )
 
@@ -39,6 +41,8 @@ def install_dashboard(app: FastAPI) -> None:
         subusers,
         tickets,
         webhooks,
+        mail_pages,  # issue 34: emailed links, unsubscribe, notification settings
+        two_factor_pages,  # issue 34: the sign-in code step, two-factor, app passwords
     ):
         app.include_router(module.router)
         pages.update(

@@ -17,6 +17,7 @@ from proxyplane.adapters.web.base import (
     redirect,
     render,
     require_login,
+    web_session,
 )
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.accounts import web_ops
@@ -75,6 +76,8 @@ async def login(request: Request) -> Response:
             email_value=email,
             errors={"login": "Too many failed sign-ins. Wait 15 minutes and try again."},
         )
+    if signed.outcome == "second_factor":  # issue 34: the code step (adapters/web/two_factor_pages.py)
+        return render(request, "login_code.html", pending=signed.token, next=target)
     if signed.outcome != "ok":
         return render(
             request,
@@ -118,7 +121,12 @@ async def signup(request: Request) -> Response:
     except DomainError as exc:
         field = str(exc.extra.get("field", "email"))
         return render(request, "signup.html", status=exc.http_status, errors={field: exc.message}, **values)
-    response = redirect(request, "/overview", "Welcome! Your account is ready. Top up your wallet to start.")
+    response = redirect(
+        request,
+        "/overview",
+        "Welcome! Your account is ready. We sent you a link to confirm your email address: confirm it to "
+        "buy (you can top up your wallet already).",
+    )
     sessions.set_session_cookie(request, response, signed.token)
     return response
 
@@ -135,13 +143,26 @@ async def logout(request: Request) -> Response:
     return response
 
 
-async def _security(request: Request, status: int = 200, errors: dict[str, str] | None = None) -> Response:
+async def _security(
+    request: Request, status: int = 200, errors: dict[str, str] | None = None, **shown: object
+) -> Response:
     try:
         offset = max(0, int(request.query_params.get("offset", "0")))
     except ValueError:
         offset = 0
     history = await call(request, "get_login_history", {"offset": offset, "limit": 25})
-    return render(request, "security.html", status=status, history=history, errors=errors or {})
+    state = await call(request, "web_two_factor_status")  # issue 34: address, two-factor, app passwords
+    sessions_list = await call(request, "web_list_sessions", {"current": web_session(request).id})
+    return render(
+        request,
+        "security.html",
+        status=status,
+        history=history,
+        state=state,
+        sessions=sessions_list.items,
+        errors=errors or {},
+        **shown,
+    )
 
 
 @router.get("/security")

@@ -27,10 +27,15 @@ def check_password(password: str) -> None:
         raise ValidationFailed("password must be at most 200 characters", field="password")
 
 
-async def create_customer(session: AsyncSession, email: str, password: str, name: str = "") -> Customer:
+async def create_customer(
+    session: AsyncSession, email: str, password: str, name: str = "", *, verified: bool = True
+) -> Customer:
+    """`verified`: the address counts as confirmed (accounts the operator makes); a dashboard sign-up
+    passes False and gets a verification link (domains/accounts/recovery.py)."""
     email = normalise_email(email)
     check_password(password)
     customer = Customer(email=email, password_hash=hash_password(password), name=name.strip())
+    customer.email_verified_at = utcnow() if verified else None
     session.add(customer)
     try:
         async with session.begin_nested():

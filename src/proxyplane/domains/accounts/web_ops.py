@@ -79,15 +79,21 @@ class SessionRef(BaseModel):
 
 
 class Signed(BaseModel):
-    outcome: str = Field(description="ok | throttled | wrong")
+    outcome: str = Field(
+        description="ok | throttled | wrong | second_factor (token: the pending sign-in) | expired"
+    )
     customer_id: int | None = None
     token: str = ""
 
 
 async def sign_up(ctx: Context, data: SignUp) -> Signed:
-    customer = await create_customer(ctx.session, data.email.strip(), data.password, data.name[:200])
+    from proxyplane.domains.accounts.recovery import send_verification
+
+    email, name = data.email.strip(), data.name[:200]
+    customer = await create_customer(ctx.session, email, data.password, name, verified=False)
     ip, agent = ctx.caller.client_ip, ctx.caller.user_agent
     await logins.record_login(ctx.session, customer.id, "web", ip, agent, True)
+    await send_verification(ctx.session, ctx.platform, customer)  # issue 34: buying waits for it
     return Signed(
         outcome="ok", customer_id=customer.id, token=await open_session(ctx.session, customer.id, ip, agent)
     )
@@ -101,9 +107,17 @@ async def sign_in(ctx: Context, data: SignIn) -> Signed:
     customer = await logins.sign_in(ctx.session, email, data.password, "web", ip, agent)
     if customer is None:
         return Signed(outcome="wrong")
-    return Signed(
-        outcome="ok", customer_id=customer.id, token=await open_session(ctx.session, customer.id, ip, agent)
-    )
+    from proxyplane.domains.accounts import two_factor  # issue 34
+    from proxyplane.domains.accounts.sign_in_mail import after_sign_in
+
+    if await two_factor.enabled(ctx.session, customer.id) is not None:  # the code comes next
+        return Signed(
+            outcome="second_factor",
+            token=two_factor.pending_token(ctx.platform.secret_key, customer, utcnow()),
+        )
+    token = await open_session(ctx.session, customer.id, ip, agent)
+    await after_sign_in(ctx.session, ctx.platform, customer, ip, agent)
+    return Signed(outcome="ok", customer_id=customer.id, token=token)
 
 
 async def change_password(ctx: Context, data: PasswordChange) -> Signed:

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.security import hash_password, verify_password
 from proxyplane.domains.accounts.service import find_by_email
+from proxyplane.domains.accounts.two_factor import legacy_password
 from proxyplane.ops import LEGACY, Auth, Context, Effect, Operation
 from proxyplane.storage.models import Customer, LoginEvent
 
@@ -24,8 +25,13 @@ async def verify_account(
     """The active account with this email and password, or None. A login_events row is written for a
     known email (success or not); an unknown email still pays one argon2 verification (same timing)."""
     customer = await find_by_email(session, email[:320])
-    stored = customer.password_hash if customer is not None else _DUMMY_HASH
-    ok = await asyncio.to_thread(verify_password, stored, password)
+    # two-factor on (issue 34): an app password, never the main password (None: two-factor is off)
+    app = await legacy_password(session, customer, password) if customer is not None else None
+    if app is None:
+        stored = customer.password_hash if customer is not None else _DUMMY_HASH
+        ok = await asyncio.to_thread(verify_password, stored, password)
+    else:
+        ok = app
     ok = ok and customer is not None and customer.status == "active"
     if customer is not None:
         session.add(

@@ -1,7 +1,8 @@
 """What an order needs to know before it writes, read in ONE statement: the customer's partner
-discount, the price book's stored overrides, the balance-low threshold, whether the customer has an
-enabled webhook endpoint, whether the calling API key has a spending cap and the wallet balance (a
-snapshot: it only chooses the order's path, the debit itself stays a guarded UPDATE)."""
+discount, whether its address is verified (issue 34: no order before), the price book's stored
+overrides, the balance-low threshold, whether the customer has an enabled webhook endpoint, whether
+the calling API key has a spending cap and the wallet balance (a snapshot: it only chooses the order's
+path, the debit itself stays a guarded UPDATE)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from sqlalchemy import Integer, bindparam, exists, false, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.core.errors import Unauthorized
+from proxyplane.core.errors import Forbidden, Unauthorized
 from proxyplane.domains.pricing import PriceBook
 from proxyplane.domains.pricing.store import book_with, overrides_of
 from proxyplane.storage.driver import DriverStatement
@@ -52,6 +53,7 @@ def _statement(product_kind: str, with_key: bool) -> DriverStatement:
         stmt = _STATEMENTS[(product_kind, with_key)] = DriverStatement(
             select(
                 Customer.partner_discount_percent,
+                Customer.email_verified_at.is_not(None),
                 overrides_of(product_kind),
                 threshold,
                 hooks,
@@ -71,7 +73,13 @@ async def load(
     rows = await _statement(product_kind, key_id is not None).rows(session, params)
     if not rows:
         raise Unauthorized("unknown customer")
-    partner, overrides, low, has_hooks, is_capped, balance = rows[0]
+    partner, verified, overrides, low, has_hooks, is_capped, balance = rows[0]
+    if not verified:  # issue 34: an unverified account browses and tops up, but does not buy
+        raise Forbidden(
+            "confirm your email address before buying: open the link we sent you (the dashboard can "
+            "send it again)",
+            reason="email_unverified",
+        )
     if isinstance(overrides, str):  # SQLite returns the JSON text (asyncpg's codec already decoded it)
         overrides = json.loads(overrides)
     return OrderContext(

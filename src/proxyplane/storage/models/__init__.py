@@ -1,11 +1,13 @@
 """All models, imported so that Base.metadata knows every table (Alembic reads it)."""
 
+from proxyplane.storage.models import account_security as _account_security  # noqa: F401  (issue 34)
 from proxyplane.storage.models import billing as _billing  # noqa: F401  (add-ons, invoices: issue 5)
 from proxyplane.storage.models import billing_details as _billing_details  # noqa: F401  (issue 22.8)
 from proxyplane.storage.models import gateway as _gateway  # noqa: F401  (usage, sticky sessions: issue 9)
 from proxyplane.storage.models import gateway_changes as _gateway_changes  # noqa: F401  (issue 14)
 from proxyplane.storage.models import gateway_health as _gateway_health  # noqa: F401  (issue 9)
 from proxyplane.storage.models import gateway_nodes as _gateway_nodes  # noqa: F401  (issue 14.1)
+from proxyplane.storage.models import mail as _mail  # noqa: F401  (email outbox: issue 34)
 from proxyplane.storage.models import oauth as _oauth  # noqa: F401  (MCP OAuth 2.1: issue 21.2)
 from proxyplane.storage.models import operators as _operators  # noqa: F401  (operator side: issue 33)
 from proxyplane.storage.models import prefixes as _prefixes  # noqa: F401  (IPv6 prefixes: issue 16)

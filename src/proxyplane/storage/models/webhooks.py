@@ -76,6 +76,8 @@ class NotificationSettings(Base):
 
     customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"), primary_key=True)
     balance_low_threshold_cents: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # the email notifications the customer turned off (domains/mail/notify.py KINDS); null: none (issue 34)
+    email_off: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
 

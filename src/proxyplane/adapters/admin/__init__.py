@@ -1,0 +1,17 @@
+"""The operator console at /admin (issue 33): server-rendered like the customer dashboard, over the
+console-door operations of the registry."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from proxyplane.adapters.admin.base import HERE
+
+
+def install_console(app: FastAPI) -> None:
+    from proxyplane.adapters.admin import pages, signin
+
+    app.mount("/admin/assets", StaticFiles(directory=HERE / "static"), name="admin-assets")
+    app.include_router(signin.router)
+    app.include_router(pages.router)

@@ -1,0 +1,104 @@
+"""The console at /admin through the real app (issue 33): sign-in with the one-time password, TOTP
+enrolment, the code at the next sign-in; pages refuse without sign-in and with a role lacking the
+permission (403 naming it); a credit form acts once; the audit page and its CSV show what was done,
+never a secret."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from proxyplane.platform import Platform
+from tests.domains.operators.helpers import code_now, make_operator
+from tests.support import Account
+
+pytestmark = pytest.mark.anyio
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+TOKEN = re.compile(r'name="form_token" value="([^"]+)"')
+
+
+def csrf(html: str) -> str:
+    found = CSRF.search(html)
+    assert found, html[:500]
+    return found.group(1)
+
+
+async def sign_in(client: httpx.AsyncClient, platform: Platform, role: str) -> tuple[str, str]:
+    """A new operator signed in fully (enrolled); returns (email, TOTP secret)."""
+    email, once, _ = await make_operator(platform, role)
+    page = await client.get("/admin/login")
+    done = await client.post("/admin/login", data={"csrf": csrf(page.text), "email": email, "password": once})
+    assert done.status_code == 303 and done.headers["location"] == "/admin/enrol"
+    assert (await client.get("/admin")).headers["location"] == "/admin/enrol"  # nothing before TOTP
+    enrol = await client.get("/admin/enrol")
+    secret = re.search(r'id="totp-secret">([A-Z2-7]+)<', enrol.text)
+    assert secret and "<svg" in enrol.text
+    codes = await client.post(
+        "/admin/enrol",
+        data={
+            "csrf": csrf(enrol.text),
+            "code": code_now(secret.group(1)),
+            "new_password": "console-password-1",
+        },
+    )
+    assert codes.status_code == 200 and 'id="recovery-codes"' in codes.text
+    return email, secret.group(1)
+
+
+async def test_sign_in_needs_totp_and_a_wrong_code_is_refused(
+    client: httpx.AsyncClient, platform: Platform
+) -> None:
+    email, secret = await sign_in(client, platform, "viewer")
+    assert (await client.get("/admin")).status_code == 200
+    page = await client.get("/admin")
+    await client.post("/admin/logout", data={"csrf": csrf(page.text)})
+    assert (await client.get("/admin")).headers["location"] == "/admin/login"
+    login = await client.get("/admin/login")
+    again = await client.post(
+        "/admin/login", data={"csrf": csrf(login.text), "email": email, "password": "console-password-1"}
+    )
+    assert again.headers["location"] == "/admin/totp"
+    form = await client.get("/admin/totp")
+    wrong = await client.post("/admin/totp", data={"csrf": csrf(form.text), "code": "000000"})
+    assert wrong.status_code == 401
+    ok = await client.post("/admin/totp", data={"csrf": csrf(form.text), "code": code_now(secret, 1)})
+    assert ok.status_code == 303 and ok.headers["location"] == "/admin"
+
+
+async def test_a_role_without_the_permission_gets_403_naming_it(
+    client: httpx.AsyncClient, platform: Platform
+) -> None:
+    await sign_in(client, platform, "support")
+    refused = await client.get("/admin/audit")
+    assert refused.status_code == 403 and "audit.read" in refused.text
+    assert (await client.get("/admin")).status_code == 403  # the overview needs reports.read
+
+
+async def test_credit_once_and_the_audit_trail(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    email, _ = await sign_in(client, platform, "owner")
+    secret_key = await account.key()
+    found = await client.get("/admin/customers", params={"q": account.email})
+    assert f"/admin/customers/{account.customer_id}" in found.text
+    page = await client.get(f"/admin/customers/{account.customer_id}")
+    assert secret_key not in page.text
+    form = {"csrf": csrf(page.text), "form_token": TOKEN.search(page.text).group(1)}  # type: ignore[union-attr]
+    form |= {"direction": "credit", "amount": "12.50", "reason": "apology"}
+    first = await client.post(f"/admin/customers/{account.customer_id}/wallet", data=form)
+    assert first.status_code == 303
+    second = await client.post(f"/admin/customers/{account.customer_id}/wallet", data=form)
+    assert second.status_code == 409
+    page = await client.get(f"/admin/customers/{account.customer_id}")
+    assert 'id="balance">$12.50<' in page.text
+    audit = await client.get("/admin/audit", params={"actor": email})
+    assert "operator_wallet_credit" in audit.text and f"customer:{account.customer_id}" in audit.text
+    exported = await client.get(
+        "/admin/audit.csv", params={"actor": email, "action": "operator_wallet_credit"}
+    )
+    assert exported.headers["content-type"].startswith("text/csv")
+    lines = exported.text.strip().splitlines()
+    assert lines[0].startswith("id,at,actor") and len(lines) == 2 and "operator_wallet_credit" in lines[1]
+    assert secret_key not in exported.text and account.password not in exported.text

@@ -1,0 +1,33 @@
+"""`proxyplane admin operator ...` (issue 33): the first owner with a one-time password, the last owner
+kept, any operator operation by name, every CLI action in the audit log as actor "cli"."""
+
+import json
+
+from tests.cli.test_admin import cli  # noqa: F401  (fixture)
+from tests.domains.operators.helpers import unique_operator_email
+from tests.support import unique_email
+
+
+def test_create_operator_and_call_operations_audited_as_cli(cli) -> None:  # noqa: F811
+    email = unique_operator_email()
+    code, out, _ = cli("admin", "operator", "create", "--email", email, "--role", "owner")
+    assert code == 0, out
+    made = json.loads(out)
+    assert made["role"] == "owner" and len(made["one_time_password"]) >= 12
+    assert made["sign_in_url"].endswith("/admin/login") and made["totp_enrolled"] is False
+    code, out, err = cli("admin", "operator", "create", "--email", email, "--role", "admin")
+    assert code == 2 and "exists" in err
+    customer = unique_email()
+    assert cli("admin", "customer", "create", "--email", customer, "--password", "pw-123456789")[0] == 0
+    code, out, _ = cli(
+        "admin", "operator", "call", "operator_customer_search", "--input", json.dumps({"query": customer})
+    )
+    assert code == 0 and [c["email"] for c in json.loads(out)["customers"]] == [customer]
+    code, out, _ = cli(
+        "admin", "operator", "call", "operator_audit_list", "--input", json.dumps({"target": customer})
+    )
+    entries = json.loads(out)["entries"]
+    assert entries and entries[0]["actor"] == "cli" and entries[0]["action"] == "operator_create_customer"
+    assert entries[0]["detail"]["password"] == "***"
+    code, _, err = cli("admin", "operator", "call", "operator_nothing")
+    assert code == 2 and "no operator operation" in err
