@@ -40,22 +40,26 @@ async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
     policy = node.gateway.ctx.destinations
     policy.add_own(api_listeners(platform.settings))  # `serve --host/--port` as really listened on
     origin = await _demo_origin(policy)
-    await node.start()
-    platform.on("entitlements_changed", node.notify)
-    for line in node.listeners():
-        say(f"  gateway        {line}")
-    if settings.metrics_port >= 0:  # the gateway's metrics inside serve: its own port, as a gateway node
-        await node.serve_metrics()
-        server = node.metrics.server if node.metrics is not None else None
-        if server is not None:
-            port = server.sockets[0].getsockname()[1]
-            say(f"  gateway        metrics http://{settings.metrics_host}:{port}/metrics (/livez /readyz)")
     try:
-        yield node
+        await node.start()
+        platform.on("entitlements_changed", node.notify)
+        for line in node.listeners():
+            say(f"  gateway        {line}")
+        if settings.metrics_port >= 0:  # the gateway's metrics inside serve: its own port, as a gateway node
+            await node.serve_metrics()
+            server = node.metrics.server if node.metrics is not None else None
+            if server is not None:
+                port = server.sockets[0].getsockname()[1]
+                say(
+                    f"  gateway        metrics http://{settings.metrics_host}:{port}/metrics (/livez /readyz)"
+                )
+        try:
+            yield node
+        finally:
+            await node.drain()  # uvicorn has drained the API; open tunnels get DRAIN_SECONDS
+            await node.close()
     finally:
-        await node.drain()  # uvicorn has drained the API; open tunnels get DRAIN_SECONDS
-        await node.close()
-        if origin is not None:
+        if origin is not None:  # also when the node did not start
             origin.close()
 
 
