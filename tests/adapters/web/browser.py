@@ -16,6 +16,7 @@ from proxyplane.platform import Platform
 from proxyplane.storage.engine import Database
 
 CHROMIUM = "/usr/bin/chromium"
+SERVED: dict[str, str] = {}  # base URL -> its database URL (outbox_link reads the outbox)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -59,9 +60,47 @@ def serve(database_url: str, home: Path, gateway: bool = False) -> Iterator[str]
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("dashboard server did not start")
         time.sleep(0.05)
+    SERVED[base] = database_url
     try:
         yield base
     finally:
+        SERVED.pop(base, None)
         server.should_exit = True
         thread.join(timeout=20)
         sock.close()
+
+
+def outbox_link(base: str, email: str, kind: str, path: str) -> str:
+    """The newest `kind` message's link to `path` for `email` in the outbox of the server at `base`, read
+    with a connection of its own in a thread (the browser test is synchronous)."""
+    import asyncio
+    import re
+
+    from sqlalchemy import select
+
+    from proxyplane.storage.models.mail import EmailMessage
+
+    async def read() -> str:
+        db = Database(Settings(database_url=SERVED[base]).resolved_database_url())
+        try:
+            async with db.unit_of_work(write=False) as uow:
+                return str(
+                    (
+                        await uow.session.execute(
+                            select(EmailMessage.text_body)
+                            .where(EmailMessage.to_address == email, EmailMessage.kind == kind)
+                            .order_by(EmailMessage.id.desc())
+                            .limit(1)
+                        )
+                    ).scalar_one()
+                )
+        finally:
+            await db.dispose()
+
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(asyncio.run(read())))
+    reader.start()
+    reader.join()
+    found = re.search(rf"{re.escape(base)}{re.escape(path)}\S+", out[0])
+    assert found, out[0]
+    return found.group(0)

@@ -33,7 +33,30 @@ async def signup(client: httpx.AsyncClient, email: str | None = None, password: 
     )
     assert r.status_code == 303, r.text
     assert r.headers["location"] == "/overview"
+    await verify_email(client, email)
     return email
+
+
+async def verify_email(client: httpx.AsyncClient, email: str) -> None:
+    """Open the verification link the sign-up queued (issue 34: buying waits for it), read from the
+    app's outbox as the operator would with no SMTP configured."""
+    from sqlalchemy import select
+
+    from proxyplane.storage.models.mail import EmailMessage
+
+    platform = client._transport.app.state.platform  # type: ignore[attr-defined]
+    async with platform.db.unit_of_work(write=False) as uow:
+        text = (
+            await uow.session.execute(
+                select(EmailMessage.text_body)
+                .where(EmailMessage.to_address == email, EmailMessage.kind == "verify_email")
+                .order_by(EmailMessage.id.desc())
+                .limit(1)
+            )
+        ).scalar_one()
+    link = re.search(r"https?://[^/\s]+(/verify-email/\S+)", text)
+    assert link, text
+    assert (await client.get(link.group(1))).status_code == 303
 
 
 async def login(client: httpx.AsyncClient, email: str, password: str = PASSWORD) -> httpx.Response:

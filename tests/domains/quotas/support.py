@@ -69,3 +69,13 @@ async def errors_of(platform: Platform, service_id: uuid.UUID) -> dict[str, int]
             .group_by(UsageError.category)
         )
         return {c: int(n) for c, n in rows.all()}
+
+
+async def flush(platform: Platform, service_id: uuid.UUID, nbytes: int, requests: int = 1) -> None:
+    """What the usage flush does for a service's minute rows (domains/quotas/metering.apply_usage)."""
+    from proxyplane.domains.quotas.metering import apply_usage
+
+    row = {"service_id": service_id, "bytes_up": nbytes // 2, "bytes_down": nbytes - nbytes // 2}
+    async with platform.db.unit_of_work() as uow:
+        await apply_usage(uow.session, [{**row, "requests": requests}])
+        await uow.commit()

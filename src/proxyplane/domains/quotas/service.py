@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
-from proxyplane.core.errors import Conflict, ValidationFailed
+from proxyplane.core.errors import Conflict, PriceChanged, ValidationFailed
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.quotas import PERIODS, ServiceQuota
@@ -209,15 +209,22 @@ async def _metered_row(session: AsyncSession, svc: Service) -> ServiceQuota:
 
 
 async def add_traffic(
-    session: AsyncSession, svc: Service, gb: int, *, auto: bool = False
+    session: AsyncSession, svc: Service, gb: int, *, auto: bool = False, max_total_cents: int | None = None
 ) -> tuple[Usage, int]:
     """Buy ``gb`` GB for the service's current period at its per-GB rate, paid from the wallet
-    (InsufficientBalance 402 leaves everything unchanged). Returns (usage after, cents charged)."""
+    (InsufficientBalance 402 leaves everything unchanged; above ``max_total_cents``: PriceChanged 409,
+    nothing charged). Returns (usage after, cents charged)."""
     gb = _gb(gb)
     if svc.status not in ("active", "suspended"):
         raise Conflict(f"service {svc.service_id} is {svc.status}: traffic cannot be added")
     row = await _metered_row(session, svc)
     cents = gb * row.gb_price_cents
+    if max_total_cents is not None and cents > max_total_cents:
+        raise PriceChanged(
+            f"{gb} GB cost {cents} cents, more than max_total_cents={max_total_cents}; nothing was charged",
+            current_price_cents=cents,
+            max_total_cents=max_total_cents,
+        )
     if cents > 0:
         how = "Auto top-up" if auto else "Traffic"
         await wallet.debit(
