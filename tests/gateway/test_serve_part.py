@@ -59,6 +59,7 @@ async def test_serve_gateway_opens_only_the_demo_origin_and_serves_its_metrics(
         assert status == 403
         status, _, _ = await http_get(proxy, f"http://127.0.0.1:{metrics_port}/metrics", auth)
         assert status == 403
+        assert metrics_port in node.gateway.ctx.destinations.own_ports
         assert (await raw_get(metrics_port, "/readyz"))[0] == 200
         # the host's own addresses (the node's local prefixes) are refused like loopback
         assert node.gateway.ctx.destinations.host == tuple(node.addresses.prefixes or ())

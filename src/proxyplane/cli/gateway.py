@@ -49,7 +49,7 @@ async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
             await node.serve_metrics()
             server = node.metrics.server if node.metrics is not None else None
             if server is not None:
-                port = server.sockets[0].getsockname()[1]
+                port = own_metrics_port(node)
                 say(
                     f"  gateway        metrics http://{settings.metrics_host}:{port}/metrics (/livez /readyz)"
                 )
@@ -61,6 +61,16 @@ async def gateway_part(platform: Platform) -> AsyncIterator[GatewayNode | None]:
     finally:
         if origin is not None:  # also when the node did not start
             origin.close()
+
+
+def own_metrics_port(node: GatewayNode) -> int | None:
+    """The node's metrics port as bound (port 0 too) is one of the platform's own: never a destination."""
+    server = node.metrics.server if node.metrics is not None else None
+    if server is None:
+        return None
+    host, port = server.sockets[0].getsockname()[:2]
+    node.gateway.ctx.destinations.add_own([(str(host), int(port))])
+    return int(port)
 
 
 async def _demo_origin(policy: DestinationPolicy) -> asyncio.Server | None:
@@ -120,6 +130,7 @@ async def run_node(shared: HostShared | None = None, worker: int = 0, migrate: b
         node.gateway.ctx.destinations.add_own(gateway_listeners(node.settings, shared.workers))
     await node.start()
     await node.serve_metrics(worker)  # PROXYPLANE_GATEWAY_METRICS_PORT + worker: /metrics /livez /readyz
+    own_metrics_port(node)
     heap.settle()  # start-up's objects frozen: no full collection pass stalls the tunnels (cli/heap.py)
     if shared is not None:
         shared.stats.set_serving(worker, time.time())
