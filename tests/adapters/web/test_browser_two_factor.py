@@ -1,0 +1,68 @@
+"""Issue 34 in a real browser: sign up -> confirm the address from the emailed link -> turn on two-factor
+sign-in (QR code, first code, 10 recovery codes) -> sign in with a code -> sign in with a recovery code
+(used once)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pyotp
+
+from tests.adapters.web.test_browser import PASSWORD, base_url, browser, shots, sign_up  # noqa: F401
+
+
+def test_sign_up_verify_two_factor_code_and_recovery_code(browser: Any, base_url: str, shots: Path) -> None:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    email = sign_up(page, base_url)  # opens the verification link from the outbox
+    assert "is confirmed" in page.inner_text(".flash")
+    page.goto(f"{base_url}/security")
+    assert "confirmed" in page.inner_text("#email")
+    page.click("button:has-text('Turn on two-factor sign-in')")
+    page.wait_for_selector(".qr svg")
+    page.screenshot(path=str(shots / "two-factor-setup.png"), full_page=True)
+    otp = pyotp.TOTP(page.inner_text("#totp-secret").strip())
+    page.fill("input[name=code]", otp.now())
+    page.click("button:has-text('Turn on')")
+    page.wait_for_selector("#recovery-codes")
+    codes = [c.strip() for c in page.locator("#recovery-codes li").all_inner_texts()]
+    assert len(codes) == 10 == len(set(codes))
+    page.screenshot(path=str(shots / "recovery-codes.png"), full_page=True)
+    page.click("text=Done")
+    assert "on" in page.inner_text("#two-factor") and page.inner_text("#codes-left") == "10"
+
+    page.click("button:has-text('Sign out')")
+    page.wait_for_url(f"{base_url}/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button:has-text('Sign in')")
+    page.wait_for_selector("text=Enter your code")
+    page.screenshot(path=str(shots / "sign-in-code.png"), full_page=True)
+    page.fill("input[name=code]", "000000" if otp.now() != "000000" else "111111")
+    page.click("button:has-text('Sign in')")
+    assert "not right" in page.inner_text(".error")
+    page.fill("input[name=code]", otp.at(time.time() + 30))  # the next step (the first code was used)
+    page.click("button:has-text('Sign in')")
+    page.wait_for_url(f"{base_url}/overview")
+
+    page.click("button:has-text('Sign out')")
+    page.wait_for_url(f"{base_url}/login")
+    for attempt in range(2):  # a recovery code signs in once
+        page.goto(f"{base_url}/login")
+        page.fill("input[name=email]", email)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button:has-text('Sign in')")
+        page.wait_for_selector("text=Enter your code")
+        page.fill("input[name=code]", codes[0])
+        page.click("button:has-text('Sign in')")
+        if attempt == 0:
+            page.wait_for_url(f"{base_url}/overview")
+            page.goto(f"{base_url}/security")
+            assert page.inner_text("#codes-left") == "9"
+            page.click("button:has-text('Sign out')")
+            page.wait_for_url(f"{base_url}/login")
+        else:
+            assert "not right" in page.inner_text(".error")
+    context.close()
