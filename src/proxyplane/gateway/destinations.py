@@ -18,13 +18,15 @@ resolves a name once, checks the address it got and connects to that same addres
    address they carry.
 
 Verdicts of rule 3 are cached per address string (a dict hit on the hot path; the cache is bounded). Rule 1
-costs a set lookup per connection, plus one bind() probe when the port is one of the platform's.
+costs a set lookup per connection, plus, when the port is one of the platform's, one bind() probe per
+address and second.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Iterable
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -56,6 +58,7 @@ DEFAULT_DENY: tuple[str, ...] = (
 LOOPBACK: tuple[str, ...] = ("127.0.0.0/8", "::1/128", "0.0.0.0/8", "::/128")
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 CACHE_MAX = 65536
+LOCAL_TTL = 1.0  # seconds an is_local verdict is reused: an address added to the host counts within 1 s
 
 
 def parse(address: str) -> IPAddress | None:
@@ -98,7 +101,16 @@ def endpoint(spec: str) -> tuple[str, int]:
 
 
 class DestinationPolicy:
-    __slots__ = ("networks", "allow_loopback", "own_ports", "own_addresses", "allow_exact", "host", "_cache")
+    __slots__ = (
+        "networks",
+        "allow_loopback",
+        "own_ports",
+        "own_addresses",
+        "allow_exact",
+        "host",
+        "_cache",
+        "_local",
+    )
 
     def __init__(
         self,
@@ -118,6 +130,7 @@ class DestinationPolicy:
         for address, port in allow_exact:
             self.allow(address, port)
         self._cache: dict[str, bool] = {}
+        self._local: dict[str, tuple[str, bool, float]] = {}  # address -> (canonical, local, until)
 
     def add_own(self, listeners: Iterable[tuple[str, int]]) -> None:
         """The platform's listeners: each port on every local address, each non-wildcard address exactly."""
@@ -157,11 +170,21 @@ class DestinationPolicy:
         return ip is not None and (str(ip), port) in self.allow_exact
 
     def own(self, address: str, port: int) -> bool:
-        """Whether ``address:port`` is (or may be) one of the platform's own listeners (rule 1)."""
-        ip = parse(address)
-        if ip is None:
-            return True
-        return (str(ip), port) in self.own_addresses or (port in self.own_ports and is_local(ip))
+        """Whether ``address:port`` is (or may be) one of the platform's own listeners (rule 1). What the
+        address is (its canonical form, whether it is local: a bind() probe) is remembered for LOCAL_TTL
+        seconds: a popular destination on one of the platform's ports (another proxy on :8080) costs one
+        probe per second, not one per connection."""
+        now = time.monotonic()
+        known = self._local.get(address)
+        if known is None or known[2] <= now:
+            ip = parse(address)
+            if ip is None:
+                return True
+            known = (str(ip), is_local(ip), now + LOCAL_TTL)
+            if len(self._local) >= CACHE_MAX:
+                self._local.clear()
+            self._local[address] = known
+        return (known[0], port) in self.own_addresses or (port in self.own_ports and known[1])
 
     def allowed(self, address: str) -> bool:
         """Rule 3 alone: True when the network of ``address`` (an IP literal) may be reached (every
