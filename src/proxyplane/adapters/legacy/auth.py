@@ -1,12 +1,14 @@
 """`Authorization: Basic <base64(email:password)>` (or `email|password`) -> Caller.
 
-Missing header, another scheme, an unknown account or a wrong password -> 401 `Unauthenticated`; a Basic
+Missing header, another scheme, an unknown account or a wrong password -> 401 `Unauthenticated`; a
+credential throttled by the shared password throttle (domains/accounts/throttle.py) -> the same 401 and
+body plus `Retry-After` (the document lists 429 for update_list only: docs/decisions/throttling.md); a Basic
 token that is not base64 of UTF-8 text holding `email<sep>password` (sep `:` or `|`, the first one wins:
 emails hold neither) -> 400 `Invalid credentials format`.
 
 Successful verifications are cached in memory for CACHE_SECONDS, keyed by an HMAC of the decoded
-credential (never the password itself), so a script's burst pays argon2 once. A hit still reads the
-account row: a changed password hash or a blocked account drops the entry at once.
+credential and the client address (never the password itself), so a script's burst pays argon2 once. A
+hit still reads the account row: a changed password hash or a blocked account drops the entry at once.
 """
 
 from __future__ import annotations
@@ -85,8 +87,10 @@ class CredentialCache:
         self._key = key.encode()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
-    def digest(self, email: str, password: str) -> str:
-        message = email.strip().lower().encode() + b"\0" + password.encode()
+    def digest(self, email: str, password: str, client_ip: str) -> str:
+        """Per source address too: a hit skips the throttle, so only the address that passed it (and
+        verified this very credential) may use the entry; another address's guess is throttled."""
+        message = email.strip().lower().encode() + b"\0" + password.encode() + b"\0" + client_ip.encode()
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
     def get(self, digest: str) -> _Entry | None:
@@ -119,7 +123,7 @@ async def authenticate(platform: Platform, request: Request) -> Caller:
     ip = request.client.host if request.client else ""
     agent = request.headers.get("user-agent", "")
     cache = _cache(platform)
-    digest = cache.digest(email, password)
+    digest = cache.digest(email, password, ip)
     hit = cache.get(digest)
     customer_id: int | None = None
     if hit is not None:
@@ -133,6 +137,10 @@ async def authenticate(platform: Platform, request: Request) -> Caller:
         verified = await invoke(
             platform, accounts.SIGN_IN, anonymous, accounts.Credential(email=email, password=password)
         )
+        if verified.retry_after:  # throttled: the documented 401 body, byte for byte, plus Retry-After
+            refused = unauthenticated()
+            refused.response.headers["Retry-After"] = str(verified.retry_after)
+            raise refused
         if verified.customer_id is None:
             raise unauthenticated()
         cache.put(digest, verified.customer_id, verified.password_hash)

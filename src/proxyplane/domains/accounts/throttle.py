@@ -52,7 +52,7 @@ from proxyplane.storage.repos import throttles as repo
 # password checks (dashboard, OAuth's sign-in page, legacy Basic; operators reuse them)
 PASSWORD_ACCOUNT_ADDRESS = Policy("pw-acct-ip", burst=5, drain_seconds=300, reset_on_success=True)
 PASSWORD_ACCOUNT_DEVICE = Policy("pw-acct-dev", burst=5, drain_seconds=300, reset_on_success=True)
-PASSWORD_ADDRESS = Policy("pw-ip", burst=30, drain_seconds=10)
+PASSWORD_ADDRESS = Policy("pw-ip", burst=100, drain_seconds=3)
 PASSWORD_ACCOUNT = Policy("pw-acct", burst=20, drain_seconds=30)
 # one-time codes (TOTP, recovery codes: issue 34 / 33): 6 digits need a tighter bucket per account
 TOTP_CODE = Policy("totp", burst=5, drain_seconds=60, reset_on_success=True)
@@ -107,8 +107,15 @@ def password_keys(
     return [pair, Key(PASSWORD_ADDRESS, address), Key(PASSWORD_ACCOUNT, account)]
 
 
-def signup_keys(client_ip: str) -> list[Key]:
-    return [Key(SIGNUP_ADDRESS, address_subject(client_ip)), Key(SIGNUP_ALL, "all")]
+def signup_keys(client_ip: str, per_address: int | None = None, total: int | None = None) -> list[Key]:
+    """The keys of one sign-up; `per_address` / `total` (settings signup_per_address / signup_total)
+    replace the bursts of SIGNUP_ADDRESS (drains that many an hour) and SIGNUP_ALL (that many per 5 min)."""
+    by_address, overall = SIGNUP_ADDRESS, SIGNUP_ALL
+    if per_address is not None:
+        by_address = Policy(SIGNUP_ADDRESS.name, max(1, per_address), 3600 / max(1, per_address))
+    if total is not None:
+        overall = Policy(SIGNUP_ALL.name, max(1, total), 300 / max(1, total))
+    return [Key(by_address, address_subject(client_ip)), Key(overall, "all")]
 
 
 async def _levels(session: AsyncSession, keys: Sequence[Key]) -> list[tuple[Key, float]]:

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.security import hash_password, verify_password
+from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.service import find_by_email
 from proxyplane.domains.accounts.two_factor import legacy_password
 from proxyplane.ops import LEGACY, Auth, Context, Effect, Operation
@@ -66,15 +67,23 @@ class Credential(BaseModel):
 class Verified(BaseModel):
     customer_id: int | None = None
     password_hash: str = ""  # for the door's short-lived credential cache (never shown)
+    retry_after: int = 0  # > 0: throttled (nothing verified); the door answers 401 with Retry-After
 
 
 async def sign_in(ctx: Context, data: Credential) -> Verified:
-    """The legacy door's Basic credential check; its login record commits with this operation."""
-    customer = await verify_account(
-        ctx.session, data.email, data.password, ctx.caller.client_ip, ctx.caller.user_agent
-    )
+    """The legacy door's Basic credential check through the shared throttle (domains/accounts/throttle.py,
+    the same keys as the dashboard's); its login record and the throttle's count commit with this
+    operation (a wrong password is an answer, not an error)."""
+    ip = ctx.caller.client_ip
+    keys = await logins.password_keys(ctx.session, data.email, ip)
+    decision = await throttle.check(ctx.session, keys)
+    if not decision.allowed:
+        return Verified(retry_after=int(decision.retry_after_header))
+    customer = await verify_account(ctx.session, data.email, data.password, ip, ctx.caller.user_agent)
     if customer is None:
+        await throttle.record_failure(ctx.session, keys)
         return Verified()
+    await throttle.record_success(ctx.session, keys)
     return Verified(customer_id=customer.id, password_hash=customer.password_hash)
 
 
