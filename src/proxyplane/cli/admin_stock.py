@@ -202,10 +202,32 @@ def product_add(
 @click.argument("product_id", type=click.UUID)
 @click.option("--price-cents", type=int, default=None)
 @click.option("--active/--inactive", default=None)
-def product_set(product_id: uuid.UUID, price_cents: int | None, active: bool | None) -> None:
-    """Change a product's price or (de)activate it."""
+@click.option("--quota-gb", type=int, default=None, help="traffic quota per period, in GB (10^9 bytes)")
+@click.option("--quota-requests", type=int, default=None, help="request quota per period")
+@click.option("--quota-period", type=click.Choice(["term", "month", "none"]), default=None)
+@click.option("--gb-price-cents", type=int, default=None, help="price of 1 GB of add_traffic")
+def product_set(
+    product_id: uuid.UUID,
+    price_cents: int | None,
+    active: bool | None,
+    quota_gb: int | None,
+    quota_requests: int | None,
+    quota_period: str | None,
+    gb_price_cents: int | None,
+) -> None:
+    """Change a product's price, (de)activate it, or set its metered traffic (quota, period, per-GB rate:
+    for the services bought from now on)."""
     echo_json(
-        operator_call("operator_product_set", product_id=product_id, price_cents=price_cents, active=active)
+        operator_call(
+            "operator_product_set",
+            product_id=product_id,
+            price_cents=price_cents,
+            active=active,
+            quota_bytes=None if quota_gb is None else quota_gb * 1_000_000_000,
+            quota_requests=quota_requests,
+            quota_period=quota_period,
+            gb_price_cents=gb_price_cents,
+        )
     )
 
 

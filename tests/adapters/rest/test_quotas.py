@@ -138,3 +138,23 @@ async def test_periods_reset(client: httpx.AsyncClient, platform: Platform, acco
         await uow.commit()
     assert (await quota_row(platform, term.service_id)).used_bytes == 0
     assert (await quota_row(platform, package.service_id)).limit_reached
+
+
+async def test_demo_catalog_sells_a_package_and_a_monthly_plan(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    from tests.gateway.test_store_static import buy
+
+    package = await buy(client, platform, account, "Traffic package: 1 GB")
+    monthly = await buy(client, platform, account, "Rotating datacenter: 10 GB")
+    h = bearer(package["key"])
+    q = (await client.get(f"{API}/{package['service_id']}/quota", headers=h)).json()
+    assert (q["period"], q["limit_bytes"], q["resets_at"], q["gb_price_cents"]) == (
+        "none",
+        quotas.GB,
+        None,
+        150,
+    )
+    q = (await client.get(f"{API}/{monthly['service_id']}/quota", headers=h)).json()
+    assert (q["period"], q["gb_price_cents"]) == ("month", 100) and q["quota_bytes"] >= 10 * quotas.GB
+    assert q["resets_at"].startswith(quotas.month_bounds(utcnow())[1].isoformat()[:19])

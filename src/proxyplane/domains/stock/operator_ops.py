@@ -19,6 +19,7 @@ from sqlalchemy import select
 from proxyplane.core.errors import NotFound
 from proxyplane.domains.pricing import pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
+from proxyplane.domains.quotas import service as quotas
 from proxyplane.domains.services.service import expire_due
 from proxyplane.domains.stock import bulk
 from proxyplane.domains.stock import service as stock
@@ -135,6 +136,11 @@ class ProductChange(BaseModel):
     product_id: uuid.UUID
     price_cents: int | None = None
     active: bool | None = None
+    # metered traffic (issue 32): set in the product's config, copied to the services bought from now on
+    quota_bytes: int | None = None
+    quota_requests: int | None = None
+    quota_period: str | None = Field(default=None, description="term, month or none")
+    gb_price_cents: int | None = None
 
 
 class PriceKind(BaseModel):
@@ -152,6 +158,7 @@ async def product_list(ctx: Context, _: NoInput) -> list[dict[str, Any]]:
 
 
 async def product_add(ctx: Context, data: NewProduct) -> dict[str, Any]:
+    quotas.validate_config(data.config)  # quota fields, period, per-GB rate (issue 32): 422 naming the field
     p = CatalogProduct(
         name=data.name,
         kind=data.kind,
@@ -175,6 +182,14 @@ async def product_set(ctx: Context, data: ProductChange) -> dict[str, Any]:
         p.price_cents = data.price_cents
     if data.active is not None:
         p.active = data.active
+    metered = {
+        k: v
+        for k in ("quota_bytes", "quota_requests", "quota_period", "gb_price_cents")
+        if (v := getattr(data, k)) is not None
+    }
+    if metered:
+        quotas.validate_config(metered)
+        p.config = {**(p.config or {}), **metered}
     await ctx.session.flush()
     return product_json(p)
 

@@ -94,8 +94,27 @@ DEMO_PRODUCTS: list[dict[str, Any]] = [
             "plan": "bandwidth",
             "quota_bytes": 10 * 1024**3,
             "exit_pool": "proxy_datacenter",
+            "quota_period": "month",  # the calendar month, UTC (issue 32)
+            "gb_price_cents": 100,  # add_traffic's rate per GB
         },
         "sort_order": 40,
+    },
+    {
+        "name": "Traffic package: 1 GB",
+        "description": "Rotating gateway over the datacenter pool; 1 GB of traffic that never expires.",
+        "kind": "proxy_rotating",
+        "price_cents": 150,
+        "period_months": 1,
+        "max_connections": 100,
+        "parameters_schema": {"type": "object", "properties": {}},
+        "config": {
+            "plan": "bandwidth",
+            "quota_bytes": 1_000_000_000,  # decimal, as sold
+            "quota_period": "none",  # a package: no reset (issue 32)
+            "gb_price_cents": 150,
+            "exit_pool": "proxy_datacenter",
+        },
+        "sort_order": 45,
     },
     {
         "name": "Rotating ISP: 100k requests",
@@ -109,6 +128,7 @@ DEMO_PRODUCTS: list[dict[str, Any]] = [
             "plan": "requests",
             "quota_requests": 100_000,
             "exit_pool": "proxy_isp",
+            "quota_period": "month",
         },
         "sort_order": 50,
     },
