@@ -105,8 +105,8 @@ async def test_spending_tools_require_key_and_guard(shop: FastAPI, account: Acco
     assert "use_balance" not in buy["properties"]
     assert "SPENDS MONEY" in (tools["buy_thing"].description or "")
     addon = tools["buy_addon_thing"].input_schema
-    assert "max_total_cents" not in addon["properties"]
-    assert "expected_price_cents" in addon["required"]
+    # every spending tool takes max_total_cents (issue 30.7), also one with its own exact-price field
+    assert {"max_total_cents", "expected_price_cents"} <= set(addon["required"])
 
 
 async def test_price_guard_refusal_charges_nothing(shop: FastAPI, account: Account) -> None:

@@ -70,7 +70,10 @@ async def test_every_spending_tool_requires_an_idempotency_key_and_a_price_guard
         tool = tools[op.name]  # every spending operation is served (none dropped for lack of a key)
         required = set(tool.input_schema.get("required", []))
         assert "idempotency_key" in required, op.name
-        assert required & {"max_total_cents", "expected_price_cents"}, op.name
+        # a price guard is required: max_total_cents, or (buy_addon) one of it and the deprecated
+        # expected_price_cents (anyOf), issue 30.7
+        one_of = [set(a.get("required", [])) for a in tool.input_schema.get("anyOf", [])]
+        assert "max_total_cents" in required or {"max_total_cents"} in one_of, op.name
         assert (tool.meta or {})["proxyplane/effect"] == "spends_money"
         assert tool.annotations is not None and tool.annotations.read_only_hint is False
         assert "use_balance" not in tool.input_schema["properties"], op.name

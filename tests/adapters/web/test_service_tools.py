@@ -90,14 +90,14 @@ async def test_add_ips_refresh_and_addons(client: httpx.AsyncClient, platform: P
         client,
         url,
         f"{url}/addons",
-        {"addon_type": offer["addon_type"], "expected_price_cents": str(offer["price_cents"] - 1)},
+        {"addon_type": offer["addon_type"], "max_total_cents": str(offer["price_cents"] - 1)},
     )
     assert r.status_code == 409 and 'class="error"' in r.text  # not the current price: nothing bought
     r = await post_form(
         client,
         url,
         f"{url}/addons",
-        {"addon_type": offer["addon_type"], "expected_price_cents": str(offer["price_cents"])},
+        {"addon_type": offer["addon_type"], "max_total_cents": str(offer["price_cents"])},
     )
     assert r.status_code == 303, r.text
     active = (await client.get(f"/api/v1/billing/services/{sid}/addons", headers=auth)).json()["items"]

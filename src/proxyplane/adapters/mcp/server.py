@@ -20,7 +20,7 @@ from proxyplane.adapters.mcp.subsets import ToolSubset
 from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, caller_from, served_operations
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
-from proxyplane.domains.oauth.service import authenticate_token
+from proxyplane.domains.oauth.service import authenticate_token, refused_bearer
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Operation
 from proxyplane.platform import Platform
@@ -75,7 +75,7 @@ class ApiKeyGate:
                 principal = await authenticate_token(self.platform.db, token.strip(), resource)
         if principal is None:
             message = (
-                "invalid or revoked API key"
+                refused_bearer(token.strip(), oauth_accepted=True)
                 if token.strip()
                 else "an API key is required: send Authorization: Bearer <API_KEY>"
             )

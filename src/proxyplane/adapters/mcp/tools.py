@@ -75,9 +75,18 @@ def spends_money(op: Operation) -> bool:
     return op.effect == Effect.SPENDS_MONEY
 
 
+def one_of_rule(op: Operation) -> list[Any]:
+    """The input's "one of these fields is required" rule (json_schema_extra anyOf of required lists)."""
+    extra = op.input.model_config.get("json_schema_extra") if op.input is not None else None
+    alternatives = extra.get("anyOf") if isinstance(extra, dict) else None
+    return list(alternatives) if isinstance(alternatives, list) else []
+
+
 def needs_max_total(op: Operation) -> bool:
-    """Spending tools get a `max_total_cents` guard unless the operation has its own expected price."""
-    return spends_money(op) and (op.input is None or EXPECTED_PRICE not in op.input.model_fields)
+    """Spending tools get a required `max_total_cents` guard (also over an optional one of the input),
+    unless the input makes it one of several guards (buy_addon: or its deprecated `expected_price_cents`,
+    issue 30.7)."""
+    return spends_money(op) and not one_of_rule(op)
 
 
 def forced_arguments(op: Operation) -> dict[str, Any]:
@@ -113,13 +122,13 @@ def description(op: Operation) -> str:
         "Pass an idempotency_key: a retry with the same key never charges twice.",
     }[op.effect]
     parts = [op.summary, f"Scopes: {scopes}.", f"Effect: {effect}"]
-    if needs_max_total(op):
+    if spends_money(op):
         parts.append(
             f"{MAX_TOTAL} is a price guard: if the call would charge more, nothing is charged and the "
             "error states the current price."
         )
-    elif spends_money(op):
-        parts.append(f"{EXPECTED_PRICE} is a price guard: a different current price charges nothing.")
+    if op.input is not None and EXPECTED_PRICE in op.input.model_fields:
+        parts.append(f"{EXPECTED_PRICE} is deprecated: send {MAX_TOTAL}.")
     return " ".join(parts)
 
 
@@ -145,7 +154,11 @@ def argument_model(op: Operation) -> type[ArgModelBase]:
             Field(ge=0, description="the most this call may charge, in cents; above it nothing is charged"),
         )
     model_name = "".join(p.capitalize() for p in op.name.split("_")) + "Arguments"
-    return create_model(model_name, __base__=ToolArguments, **fields)
+    base: type[ToolArguments] = ToolArguments
+    if one_of_rule(op):  # one of several fields required (buy_addon's guards): the tool's schema says so
+        config = ConfigDict(**ToolArguments.model_config, json_schema_extra={"anyOf": one_of_rule(op)})
+        base = type(model_name + "Base", (ToolArguments,), {"model_config": config})
+    return create_model(model_name, __base__=base, **fields)
 
 
 def output_model(op: Operation) -> tuple[type[BaseModel] | None, str | None]:
@@ -331,6 +344,8 @@ def build_tool(platform: Platform, op: Operation) -> Tool:
         try:
             if op.input is not None:
                 values = {k: v for k, v in arguments.items() if k in op.input.model_fields}
+                if max_total is not None and MAX_TOTAL in op.input.model_fields:
+                    values[MAX_TOTAL] = max_total  # the operation's own guard (buy_addon)
                 data = op.input.model_validate({**values, **forced})
             if spends_money(op):  # the person confirms the exact amount first (issue 21.3)
                 asked = await confirm_spend(platform, op, caller, data, mcp_context)

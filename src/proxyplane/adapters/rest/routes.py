@@ -20,6 +20,7 @@ from proxyplane.adapters.rest.fast import FastOperation
 from proxyplane.adapters.rest.openapi import error_responses, link_responses, optional_security
 from proxyplane.core.errors import Unauthorized
 from proxyplane.domains.apikeys.service import authenticate
+from proxyplane.domains.oauth.service import refused_bearer
 from proxyplane.ops import Auth, Caller, Operation, dumped_json, invoke, served
 from proxyplane.platform import Platform
 
@@ -55,7 +56,7 @@ async def caller_of(
         raise Unauthorized("an API key is required: send Authorization: Bearer <API_KEY>")
     principal = await authenticate(platform.db, token.strip(), ip)
     if principal is None:
-        raise Unauthorized("invalid or revoked API key")
+        raise Unauthorized(refused_bearer(token.strip(), oauth_accepted=False))
     return Caller(
         customer_id=principal.customer_id,
         key_id=principal.key_id,

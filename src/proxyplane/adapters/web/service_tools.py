@@ -90,13 +90,14 @@ async def buy_addon(request: Request) -> Response:
     await require_login(request)
     data = await form(request)
     try:
-        expected = int(str(data.get("expected_price_cents", "")))
+        # the form's price guard; a page loaded before issue 30.7 still posts expected_price_cents
+        expected = int(str(data.get("max_total_cents", data.get("expected_price_cents", ""))))
     except ValueError:
         return await service_page(request, 422, {"addons": "Reload the page to see the current price."})
     body = {
         "addon_type": str(data.get("addon_type", "")),
         "quantity": 1,
-        "expected_price_cents": expected,
+        "max_total_cents": expected,
         "idempotency_key": str(data.get("idempotency_key", "")) or uuid.uuid4().hex,
     }
     result = await action(request, "buy_addon", body, "addons")

@@ -12,6 +12,7 @@ from proxyplane.core.bounds import CENTS_MAX, documented
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.addons import service as addons
+from proxyplane.domains.addons.service import PriceGuard
 from proxyplane.domains.pricing import ADDON_KINDS
 from proxyplane.domains.services import service as services
 from proxyplane.domains.wallet import service as wallet
@@ -66,15 +67,36 @@ class AddonList(BaseModel):
 
 
 class PurchaseIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """The price guard is `max_total_cents`, as on every other spending operation (issue 30.7); the older
+    `expected_price_cents` still works. One of the two is required."""
+
+    # one of the two guards is required: stated as anyOf in the MCP tool's schema; the REST body (a part
+    # of this model) says it in words (a generated client drops a model with an anyOf of required lists)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [{"required": ["max_total_cents"]}, {"required": ["expected_price_cents"]}]
+        },
+    )
     service_id: uuid.UUID
     addon_type: str = Field(
         description="udp, extra_whitelist_slots or extra_connections",
         json_schema_extra=documented(enum=list(ADDON_KINDS)),
     )
     quantity: int = Field(default=1, ge=1, le=1000, description="units (udp: always 1)")
-    expected_price_cents: int = Field(
-        ge=0, le=CENTS_MAX, description="the price you accept; a different price -> 409"
+    max_total_cents: int | None = Field(
+        default=None,
+        ge=0,
+        le=CENTS_MAX,
+        description="the most this call may charge, in cents; above it nothing is charged (409). "
+        "Send one of max_total_cents and expected_price_cents",
+    )
+    expected_price_cents: int | None = Field(
+        default=None,
+        ge=0,
+        le=CENTS_MAX,
+        description="deprecated: send max_total_cents. The exact price you accept; a different price -> 409",
+        json_schema_extra={"deprecated": True},
     )
     idempotency_key: str = Field(min_length=1, max_length=200)
 
@@ -155,7 +177,7 @@ async def buy_addon(ctx: Context, data: PurchaseIn) -> PurchaseOut:
         svc,
         data.addon_type,
         data.quantity,
-        data.expected_price_cents,
+        PriceGuard(max_total_cents=data.max_total_cents, expected_cents=data.expected_price_cents),
         await partner_percent(ctx),
     )
     emit_changed(ctx, svc.service_id)

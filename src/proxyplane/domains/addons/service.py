@@ -9,6 +9,7 @@ What the gateway enforces comes from `entitlements(session, service_id)`.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
@@ -121,18 +122,50 @@ async def offers(
     return out
 
 
+@dataclass(frozen=True)
+class PriceGuard:
+    """What the buyer accepts to pay: at most `max_total_cents`, and/or exactly `expected_cents` (the
+    deprecated guard of buy_addon, issue 30.7)."""
+
+    max_total_cents: int | None = None
+    expected_cents: int | None = None
+
+    def check(self, what: str, price: int) -> None:
+        if self.max_total_cents is not None and price > self.max_total_cents:
+            raise PriceChanged(
+                f"the current price of {what} is {price} cents, more than max_total_cents="
+                f"{self.max_total_cents}; nothing was charged. Retry with max_total_cents >= {price} to "
+                "accept it",
+                current_price_cents=price,
+                max_total_cents=self.max_total_cents,
+            )
+        if self.expected_cents is not None and price != self.expected_cents:
+            raise PriceChanged(
+                f"the current price of {what} is {price} cents, not {self.expected_cents}; "
+                "nothing was charged",
+                current_price_cents=price,
+                expected_price_cents=self.expected_cents,
+            )
+
+
 async def purchase(
     session: AsyncSession,
     svc: Service,
     kind: str,
     quantity: int,
-    expected_price_cents: int,
+    guard: PriceGuard,
     partner_percent: int,
     now: datetime | None = None,
 ) -> ServiceAddon:
-    """Buy an add-on: 409 when the price differs from `expected_price_cents` or the kind is already
-    active, 402 when the wallet is short; in every error case nothing is written (the caller's
-    transaction rolls back)."""
+    """Buy an add-on: 409 when the price is above the guard's `max_total_cents` (or differs from the
+    deprecated `expected_cents`) or the kind is already active, 402 when the wallet is short; in every
+    error case nothing is written (the caller's transaction rolls back)."""
+    if guard.max_total_cents is None and guard.expected_cents is None:
+        raise ValidationFailed(
+            "max_total_cents is required: the most you accept to pay for this add-on, in cents "
+            "(list_available_addons shows the price)",
+            field="max_total_cents",
+        )
     now = now or utcnow()
     require_active(svc, now)
     book = await book_for(session, svc)
@@ -159,13 +192,7 @@ async def purchase(
         )
     except PricingError as exc:
         raise ValidationFailed(str(exc), field="addon_type") from None
-    if price != expected_price_cents:
-        raise PriceChanged(
-            f"the current price of {kind} x{quantity} is {price} cents, not {expected_price_cents}; "
-            "nothing was charged",
-            current_price_cents=price,
-            expected_price_cents=expected_price_cents,
-        )
+    guard.check(f"{kind} x{quantity}", price)
     if kind in {a.kind for a in await active_addons(session, svc.service_id)}:
         raise Conflict(f"add-on {kind} is already active on service {svc.service_id}")
     service_id = svc.service_id

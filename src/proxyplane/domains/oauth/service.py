@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound
-from proxyplane.core.security import hash_api_key
+from proxyplane.core.security import API_KEY_PREFIX, hash_api_key
 from proxyplane.domains.apikeys.cache import KeyPrincipal
 from proxyplane.domains.apikeys.caps import set_caps
 from proxyplane.domains.apikeys.service import create_key, revoke_key
@@ -309,6 +309,22 @@ _TOKEN_CHECK = (
         Customer.status == "active",
     )
 )
+
+
+def refused_bearer(token: str, oauth_accepted: bool) -> str:
+    """The 401 message for a bearer token that authenticated nothing, by what it looks like (issue 30.7):
+    an API key (`ppk_`), an OAuth access token (`ppo_at_`; the REST API takes API keys only), an OAuth
+    refresh token sent as a bearer, or neither."""
+    if token.startswith(API_KEY_PREFIX):
+        return "invalid or revoked API key"
+    if token.startswith(ACCESS_PREFIX):
+        if not oauth_accepted:
+            return "an OAuth access token is accepted by the MCP endpoint only; this API takes API keys"
+        return "invalid, expired or revoked OAuth access token: refresh it or authorize again"
+    if token.startswith(REFRESH_PREFIX):
+        return "an OAuth refresh token is not an access token: exchange it at the token endpoint"
+    what = "an API key or an OAuth access token" if oauth_accepted else "an API key"
+    return f"unrecognized bearer token: send {what} issued by this server"
 
 
 async def authenticate_token(db: Database, raw: str, resource: str) -> OAuthPrincipal | None:
