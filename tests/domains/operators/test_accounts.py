@@ -8,8 +8,9 @@ import pytest
 from sqlalchemy import select, update
 
 from proxyplane.core.errors import Conflict, ValidationFailed
+from proxyplane.domains.accounts.throttle import PASSWORD_ACCOUNT_ADDRESS, TOTP_CODE
 from proxyplane.domains.operators.auth import by_key, by_session
-from proxyplane.domains.operators.service import MAX_FAILURES_PER_EMAIL, token_hash
+from proxyplane.domains.operators.service import token_hash
 from proxyplane.ops import Caller
 from proxyplane.platform import Platform
 from proxyplane.storage.models.operators import Operator, OperatorAudit
@@ -74,15 +75,24 @@ async def test_first_sign_in_enrols_totp_then_every_sign_in_needs_a_code(platfor
     assert secret not in text and password not in text and codes[1] not in text
 
 
-async def test_sign_in_is_throttled(platform: Platform) -> None:
-    email, password, _, _ = await enrolled(platform)
+async def test_sign_in_and_codes_are_throttled(platform: Platform) -> None:
+    email, password, secret, _ = await enrolled(platform)
     caller = Caller(customer_id=None, channel="console", client_ip="127.0.0.22")
-    for _ in range(MAX_FAILURES_PER_EMAIL):
+    for _ in range(PASSWORD_ACCOUNT_ADDRESS.burst):
         assert (
             await run(platform, "console_sign_in", caller, email=email, password="wrong")
         ).outcome == "wrong"
     right = await run(platform, "console_sign_in", caller, email=email, password=password)
     assert right.outcome == "throttled" and right.token == ""
+    # codes: the operator's own bucket, whatever the address
+    signed = await run(platform, "console_sign_in", WEB, email=email, password=password)
+    sid = token_hash(signed.token)
+    for _ in range(TOTP_CODE.burst):
+        assert (
+            await run(platform, "console_second_factor", WEB, session_id=sid, code="123456")
+        ).outcome == "wrong"
+    late = await run(platform, "console_second_factor", WEB, session_id=sid, code=code_now(secret))
+    assert late.outcome == "throttled"
 
 
 async def test_sessions_are_listed_and_revocable(platform: Platform) -> None:

@@ -96,7 +96,7 @@ async def enrolment(ctx: Context, data: Step) -> Enrolment:
 
 async def enrol(ctx: Context, data: Enrol) -> Enrolled:
     row, operator = await _session(ctx, data.session_id)
-    if await operators.throttled(ctx.session, operator.email, ctx.caller.client_ip):
+    if await operators.code_throttled(ctx.session, operator):
         return Enrolled(outcome="throttled")
     box = ctx.platform.secrets
     codes = await operators.finish_enrolment(ctx.session, box, row, operator, data.code, data.new_password)
@@ -108,7 +108,7 @@ async def enrol(ctx: Context, data: Enrol) -> Enrolled:
 
 async def second_factor(ctx: Context, data: Code) -> Signed:
     row, operator = await _session(ctx, data.session_id)
-    if await operators.throttled(ctx.session, operator.email, ctx.caller.client_ip):
+    if await operators.code_throttled(ctx.session, operator):
         return Signed(outcome="throttled")
     if not await operators.second_factor(ctx.session, ctx.platform.secrets, row, operator, data.code):
         return Signed(outcome="wrong")

@@ -1,6 +1,8 @@
 """Operator accounts (issue 33): creation with a one-time password, sign-in (password, then TOTP or a
-recovery code; enrolment at the first sign-in), throttling, sessions, operator API keys, the last-owner
-guard. Writes go through storage/repos/operators.py; nothing here commits."""
+recovery code; enrolment at the first sign-in), sessions, operator API keys, the last-owner guard.
+Throttling is the shared one (domains/accounts/throttle.py, issue 30): the password on
+password_keys("operator:<email>", address), every code on the operator's TOTP_CODE key. Writes go through
+storage/repos/operators.py (and the throttle's repo); nothing here commits."""
 
 from __future__ import annotations
 
@@ -8,26 +10,19 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core import totp
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox, hash_password, verify_password
+from proxyplane.domains.accounts import throttle
 from proxyplane.domains.operators.roles import OWNER, ROLES, within
-from proxyplane.storage.models.operators import (
-    Operator,
-    OperatorApiKey,
-    OperatorLoginFailure,
-    OperatorSession,
-)
+from proxyplane.storage.models.operators import Operator, OperatorApiKey, OperatorSession
 from proxyplane.storage.repos import operators as repo
 
 SESSION_LIFETIME = timedelta(hours=12)
-FAILURE_WINDOW = timedelta(minutes=15)
-MAX_FAILURES_PER_EMAIL = 5
-MAX_FAILURES_PER_IP = 20
 KEY_PREFIX = "ppo_"
 ISSUER = "ProxyPlane operators"
 _DUMMY_HASH = hash_password("not-a-real-password-" + secrets.token_hex(8))
@@ -104,29 +99,31 @@ async def unlock(session: AsyncSession, target: Operator) -> None:
 # --- sign-in ---------------------------------------------------------------------------------------
 
 
+def password_keys(email: str, client_ip: str) -> list[throttle.Key]:
+    return throttle.password_keys("operator:" + normal_email(email), client_ip)
+
+
+def code_keys(operator: Operator) -> list[throttle.Key]:
+    return [throttle.Key(throttle.TOTP_CODE, f"operator:{operator.id}")]
+
+
 async def throttled(session: AsyncSession, email: str, client_ip: str) -> bool:
-    """Too many recent failed steps for this email or this client address (a check of our own, until the
-    shared throttle of domains/accounts/throttle.py lands)."""
-    email = normal_email(email)
-    rows = (
-        await session.execute(
-            select(OperatorLoginFailure.email, OperatorLoginFailure.client_ip).where(
-                OperatorLoginFailure.created_at >= utcnow() - FAILURE_WINDOW,
-                or_(OperatorLoginFailure.email == email, OperatorLoginFailure.client_ip == client_ip),
-            )
-        )
-    ).all()
-    by_email = sum(1 for r in rows if r.email == email)
-    by_ip = sum(1 for r in rows if r.client_ip == client_ip)
-    return by_email >= MAX_FAILURES_PER_EMAIL or by_ip >= MAX_FAILURES_PER_IP
+    """Too many recent wrong passwords for this operator from this address (or overall)."""
+    return not (await throttle.check(session, password_keys(email, client_ip))).allowed
+
+
+async def code_throttled(session: AsyncSession, operator: Operator) -> bool:
+    """Too many recent wrong codes for this operator (5, then one a minute)."""
+    return not (await throttle.check(session, code_keys(operator))).allowed
 
 
 async def check_password(session: AsyncSession, email: str, password: str, client_ip: str) -> Operator | None:
     row = await by_email(session, email)
     ok = verify_password(row.password_hash if row else _DUMMY_HASH, password)
     if not ok or row is None or row.status != "active":
-        await repo.record_failure(session, normal_email(email), client_ip)
+        await throttle.record_failure(session, password_keys(email, client_ip))
         return None
+    await throttle.record_success(session, password_keys(email, client_ip))
     return row
 
 
@@ -171,8 +168,9 @@ async def finish_enrolment(
     secret = box.decrypt(row.pending_secret)
     step = totp.verify(secret, code)
     if step is None:
-        await repo.record_failure(session, operator.email, row.client_ip)
+        await throttle.record_failure(session, code_keys(operator))
         return None
+    await throttle.record_success(session, code_keys(operator))
     codes = totp.new_recovery_codes()
     await repo.set_operator(
         session,
@@ -199,11 +197,12 @@ async def second_factor(
     else:
         digest = totp.recovery_hash(code)
         if digest not in operator.recovery_hashes:
-            await repo.record_failure(session, operator.email, row.client_ip)
+            await throttle.record_failure(session, code_keys(operator))
             return False
         await repo.set_operator(
             session, operator, recovery_hashes=[h for h in operator.recovery_hashes if h != digest]
         )
+    await throttle.record_success(session, code_keys(operator))
     await repo.set_session(session, row, stage="full")
     return True
 

@@ -1,5 +1,6 @@
 """The operator's side (issue 33): operator accounts (separate from customers), their console sessions,
-operator API keys bound to a role, failed sign-ins (throttling) and the append-only audit log."""
+operator API keys bound to a role and the append-only audit log (sign-in throttling: the shared
+auth_throttles of issue 30)."""
 
 from datetime import datetime
 from typing import Any
@@ -63,17 +64,6 @@ class OperatorApiKey(Base):
     digest: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-
-
-class OperatorLoginFailure(Base):
-    """A failed console sign-in step (password or code), by email and client IP (throttling)."""
-
-    __tablename__ = "operator_login_failures"
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    email: Mapped[str] = mapped_column(String(320), index=True)
-    client_ip: Mapped[str] = mapped_column(String(45), index=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
 
 
 class OperatorAudit(Base):

@@ -1,5 +1,5 @@
-"""Every write of the operator tables (issue 33): operators, their console sessions and API keys, failed
-sign-ins and the audit log (insert only: the table refuses UPDATE and DELETE). Nothing here commits."""
+"""Every write of the operator tables (issue 33): operators, their console sessions and API keys, and the
+audit log (insert only: the table refuses UPDATE and DELETE). Nothing here commits."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from proxyplane.storage.models.operators import (
     Operator,
     OperatorApiKey,
     OperatorAudit,
-    OperatorLoginFailure,
     OperatorSession,
 )
 
@@ -102,11 +101,6 @@ async def revoke_keys(session: AsyncSession, operator_id: int) -> None:
         .where(OperatorApiKey.operator_id == operator_id, OperatorApiKey.revoked_at.is_(None))
         .values(revoked_at=utcnow())
     )
-
-
-async def record_failure(session: AsyncSession, email: str, client_ip: str) -> None:
-    session.add(OperatorLoginFailure(email=email[:320], client_ip=client_ip[:45], created_at=utcnow()))
-    await session.flush()
 
 
 async def append_audit(

@@ -1,4 +1,4 @@
-"""issue 33: operator accounts, console sessions, operator API keys, failed sign-ins, the audit log
+"""issue 33: operator accounts, console sessions, operator API keys, the audit log
 
 The audit log is append-only on both engines: a trigger refuses every UPDATE and DELETE of its rows.
 
@@ -72,15 +72,6 @@ def upgrade() -> None:
     )
     op.create_index("ix_operator_api_keys_operator_id", "operator_api_keys", ["operator_id"])
     op.create_table(
-        "operator_login_failures",
-        sa.Column("id", BigIntPK, primary_key=True, autoincrement=True),
-        sa.Column("email", sa.String(320), nullable=False),
-        sa.Column("client_ip", sa.String(45), nullable=False),
-        sa.Column("created_at", UTCDateTime(), nullable=False),
-    )
-    for column in ("email", "client_ip", "created_at"):
-        op.create_index(f"ix_operator_login_failures_{column}", "operator_login_failures", [column])
-    op.create_table(
         "operator_audit",
         sa.Column("id", BigIntPK, primary_key=True, autoincrement=True),
         sa.Column("at", UTCDateTime(), nullable=False),
@@ -116,6 +107,6 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP TRIGGER IF EXISTS operator_audit_append_only ON operator_audit")
         op.execute("DROP FUNCTION IF EXISTS operator_audit_append_only()")
-    for table in ("operator_audit", "operator_login_failures", "operator_api_keys", "operator_sessions"):
+    for table in ("operator_audit", "operator_api_keys", "operator_sessions"):
         op.drop_table(table)
     op.drop_table("operators")
