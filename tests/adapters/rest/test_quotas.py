@@ -158,3 +158,20 @@ async def test_demo_catalog_sells_a_package_and_a_monthly_plan(
     q = (await client.get(f"{API}/{monthly['service_id']}/quota", headers=h)).json()
     assert (q["period"], q["gb_price_cents"]) == ("month", 100) and q["quota_bytes"] >= 10 * quotas.GB
     assert q["resets_at"].startswith(quotas.month_bounds(utcnow())[1].isoformat()[:19])
+
+
+async def test_account_limits_show_the_quota_left_and_when_it_resets(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    svc = await metered_service(platform, account, 4 * MIB, period="month")
+    await flush(platform, svc.service_id, 4 * MIB * 85 // 100)
+    limits = (await client.get("/api/v1/customer/limits", headers=bearer(await account.key()))).json()
+    (q,) = [q for q in limits["bandwidth_quotas"] if q["service_id"] == str(svc.service_id)]
+    assert (q["quota_bytes"], q["left_bytes"], q["period"], q["near"]) == (
+        4 * MIB,
+        4 * MIB * 15 // 100 + 1,
+        "month",
+        True,
+    )
+    assert q["resets_at"] is not None
+    assert any(str(svc.service_id) in w and "add_traffic" in w for w in limits["warnings"])

@@ -7,17 +7,18 @@ cap or a bandwidth quota more than 80 % used). Served as `GET /customer/limits`,
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.service import balance_threshold
+from proxyplane.domains.quotas import service as quotas
 from proxyplane.domains.wallet.service import balance
 from proxyplane.ops import Context, Operation, register
-from proxyplane.storage.models.gateway import UsageMinute
-from proxyplane.storage.models.services import CatalogProduct, Service
+from proxyplane.storage.models.services import Service
 
 NEAR = 0.8  # more than 80 % used is "near its end"
 
@@ -31,8 +32,11 @@ class SpendCap(BaseModel):
 
 class BandwidthQuota(BaseModel):
     service_id: uuid.UUID
-    quota_bytes: int
+    quota_bytes: int = Field(description="the period's limit: the plan's quota plus traffic bought")
     used_bytes: int = Field(description="bytes up and down since the start of the current period")
+    left_bytes: int = 0
+    period: str = Field(default="term", description="term, month or none (issue 32)")
+    resets_at: datetime | None = Field(default=None, description="when the use resets; null: never")
     near: bool = Field(description="more than 80 % of the quota is used")
 
 
@@ -51,40 +55,40 @@ def _cap(name: str, limit: int | None, spent: int) -> SpendCap | None:
 
 
 async def bandwidth_quotas(session: AsyncSession, customer_id: int) -> list[BandwidthQuota]:
-    rows = (
-        await session.execute(
-            select(Service.service_id, Service.current_period_start, CatalogProduct.config)
-            .join(CatalogProduct, CatalogProduct.product_id == Service.product_id)
-            .where(
-                Service.customer_id == customer_id,
-                Service.status == "active",
-                Service.product_kind == "proxy_rotating",
+    """The traffic quotas of the customer's active services in their current periods (service_quotas,
+    issue 32: what the gateway enforces, bought traffic included)."""
+    services = list(
+        (
+            await session.execute(
+                select(Service).where(Service.customer_id == customer_id, Service.status == "active")
             )
-        )
-    ).all()
-    quotas = []
-    for service_id, start, config in rows:
-        quota = (config or {}).get("quota_bytes")
-        if (config or {}).get("plan") != "bandwidth" or not isinstance(quota, int) or quota <= 0:
+        ).scalars()
+    )
+    found = await quotas.usages(session, services)
+    out = []
+    for svc in services:
+        u = found.get(svc.service_id)
+        if u is None or u.limit_bytes is None:
             continue
-        total = func.coalesce(func.sum(UsageMinute.bytes_up + UsageMinute.bytes_down), 0)
-        used_q = select(total).where(UsageMinute.service_id == service_id)
-        if start is not None:
-            used_q = used_q.where(UsageMinute.minute >= start)
-        used = int(await session.scalar(used_q) or 0)
-        quotas.append(
+        out.append(
             BandwidthQuota(
-                service_id=service_id, quota_bytes=quota, used_bytes=used, near=used > NEAR * quota
+                service_id=u.service_id,
+                quota_bytes=u.limit_bytes,
+                used_bytes=u.used_bytes,
+                left_bytes=u.left_bytes or 0,
+                period=u.period,
+                resets_at=u.resets_at,
+                near=u.used_bytes > NEAR * u.limit_bytes,
             )
         )
-    return quotas
+    return out
 
 
 async def account_limits(session: AsyncSession, customer_id: int, key_id: uuid.UUID | None) -> AccountLimits:
     cents = await balance(session, customer_id)
     threshold = await balance_threshold(session, customer_id)
     cap = (await caps.caps_of(session, [key_id])).get(key_id, caps.NO_CAPS) if key_id else caps.NO_CAPS
-    quotas = await bandwidth_quotas(session, customer_id)
+    metered = await bandwidth_quotas(session, customer_id)
     spend_caps = [
         c
         for c in (
@@ -102,15 +106,17 @@ async def account_limits(session: AsyncSession, customer_id: int, key_id: uuid.U
         if c.near
     ]
     warnings += [
-        f"rotating service {q.service_id} used {q.used_bytes} of {q.quota_bytes} bytes this period"
-        for q in quotas
+        f"service {q.service_id} used {q.used_bytes} of {q.quota_bytes} bytes this period "
+        f"({q.left_bytes} left{'' if q.resets_at is None else ', resets ' + q.resets_at.isoformat()}); "
+        "buy more with add_traffic"
+        for q in metered
         if q.near
     ]
     return AccountLimits(
         balance_cents=cents,
         balance_low_threshold_cents=threshold,
         spend_caps=spend_caps,
-        bandwidth_quotas=quotas,
+        bandwidth_quotas=metered,
         warnings=warnings,
     )
 
