@@ -102,3 +102,52 @@ async def test_credit_once_and_the_audit_trail(
     lines = exported.text.strip().splitlines()
     assert lines[0].startswith("id,at,actor") and len(lines) == 2 and "operator_wallet_credit" in lines[1]
     assert secret_key not in exported.text and account.password not in exported.text
+
+
+async def test_tickets_inbox_reply_and_close(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    key = await account.key()
+    opened = await client.post(
+        "/api/v1/customer/tickets",
+        json={"subject": "console ticket", "message": "my proxy is slow"},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert opened.status_code in (200, 201), opened.text
+    tid = opened.json()["ticket_id"]
+    email, _ = await sign_in(client, platform, "support")
+    inbox = await client.get("/admin/tickets", params={"status": "open"})
+    assert f"/admin/tickets/{tid}" in inbox.text
+    page = await client.get(f"/admin/tickets/{tid}")
+    assert "my proxy is slow" in page.text
+    token = TOKEN.search(page.text).group(1)  # type: ignore[union-attr]
+    sent = await client.post(
+        f"/admin/tickets/{tid}/reply",
+        data={"csrf": csrf(page.text), "form_token": token, "message": "looking now"},
+    )
+    assert sent.status_code == 303
+    again = await client.post(
+        f"/admin/tickets/{tid}/reply",
+        data={"csrf": csrf(page.text), "form_token": token, "message": "looking now"},
+    )
+    assert again.status_code == 409  # the same form: one reply
+    page = await client.get(f"/admin/tickets/{tid}")
+    assert page.text.count("looking now") == 1
+    close_token = re.findall(r'name="form_token" value="([^"]+)"', page.text)[1]
+    closed = await client.post(
+        f"/admin/tickets/{tid}/close", data={"csrf": csrf(page.text), "form_token": close_token}
+    )
+    assert closed.status_code == 303
+    customer_view = await client.get(
+        f"/api/v1/customer/tickets/{tid}", headers={"Authorization": f"Bearer {key}"}
+    )
+    body = customer_view.json()
+    assert body["status"] == "closed" and [m["body"] for m in body["messages"]][-1] == "looking now"
+    # the support role may not credit: the customer page shows no wallet form, and the post is refused
+    customer = await client.get(f"/admin/customers/{account.customer_id}")
+    assert "Credit or debit the wallet" not in customer.text
+    refused = await client.post(
+        f"/admin/customers/{account.customer_id}/wallet",
+        data={"csrf": csrf(customer.text), "direction": "credit", "amount": "1", "reason": "x"},
+    )
+    assert refused.status_code == 403 and "wallet.credit" in refused.text
