@@ -26,9 +26,14 @@ async def test_delete_by_ip_or_cidr_or_ip(client: httpx.AsyncClient, platform: P
     assert r.status_code == 200 and r.json()["ips"] == []
     assert (await add(client, b, "127.0.0.23")).status_code == 200
     missing = await client.delete(url, headers=b.headers)
-    assert missing.status_code == 422 and "ip_or_cidr (or ip)" in missing.json()["detail"]["message"]
-    differ = await client.delete(f"{url}?ip=127.0.0.23&ip_or_cidr=127.0.0.24", headers=b.headers)
-    assert differ.status_code == 422 and "differ" in differ.json()["detail"]["message"]
+    assert missing.status_code == 422 and missing.json()["detail"]["message"] == "ip_or_cidr: Field required"
+    # both: ip_or_cidr is the one used (issue 30.6: it is the required parameter, ip its alternative name)
+    both = await client.delete(f"{url}?ip=127.0.0.23&ip_or_cidr=127.0.0.24", headers=b.headers)
+    assert both.status_code == 200 and both.json()["ips"] == ["127.0.0.23"], both.text
+    spec = (await client.get(f"{API}/openapi.json")).json()
+    params = spec["paths"][f"{API}/customer/services/{{service_id}}/proxy/whitelist"]["delete"]["parameters"]
+    query = [p for p in params if p["in"] == "query"]
+    assert [(p["name"], p["required"]) for p in query] == [("ip_or_cidr", True)]
     cidr = await client.delete(f"{url}?ip=127.0.0.0/24", headers=b.headers)
     assert cidr.status_code == 422
     assert (await whitelist(client, b))["ips"] == ["127.0.0.23"]

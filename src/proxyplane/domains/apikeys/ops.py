@@ -59,6 +59,7 @@ class ApiKeyCreate(BaseModel):
     )
     confirm_spending: bool = Field(
         default=False,
+        strict=True,  # a JSON boolean only: 0 or "yes" is 422 (issue 30.6)
         description="require the person to confirm every spend over MCP (elicitation); a client that "
         "cannot ask is refused",
     )

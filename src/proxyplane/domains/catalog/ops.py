@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from proxyplane.core.bounds import INT32_MAX, documented
+from proxyplane.core.bounds import INT32_MAX, IPV4, documented
 from proxyplane.core.errors import NotFound, declares
 from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.scopes import Scope
@@ -62,7 +62,12 @@ class CreateServiceIn(BaseModel):
     parameters: dict[str, Any] = Field(
         default_factory=dict, description="per the product's parameters_schema"
     )
-    whitelist_ips: list[str] = Field(default_factory=list, max_length=100)
+    whitelist_ips: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="single IPv4 addresses",
+        json_schema_extra=documented(items={"type": "string", **IPV4}),  # what check_whitelist enforces
+    )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
 
 

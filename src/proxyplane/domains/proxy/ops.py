@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import IPV4, documented
 from proxyplane.core.errors import Conflict, ValidationFailed, declares
@@ -91,23 +91,16 @@ class WhitelistIn(BaseModel):
 
 class WhitelistDeleteIn(BaseModel):
     service_id: uuid.UUID
-    ip_or_cidr: str | None = Field(
-        default=None,
-        description="the IPv4 address to remove (CIDR is refused with 422); or send `ip`",
-        json_schema_extra=IPV4,
-    )
-    ip: str | None = Field(
-        default=None,
-        description="the same as ip_or_cidr (the name whitelist add uses)",
+    # required, as the seed says (issue 30.6); `ip`, the name whitelist add uses, is accepted for it (issue
+    # 22.10). When both are sent, ip_or_cidr is the one used.
+    ip_or_cidr: str = Field(
+        validation_alias=AliasChoices("ip_or_cidr", "ip"),
+        description="the IPv4 address to remove (CIDR is refused with 422); `ip` is accepted for it",
         json_schema_extra=IPV4,
     )
 
     def address(self) -> str:
-        if self.ip_or_cidr is None and self.ip is None:
-            raise ValidationFailed("send ip_or_cidr (or ip): the IPv4 address to remove", field="ip_or_cidr")
-        if self.ip_or_cidr is not None and self.ip is not None and self.ip_or_cidr != self.ip:
-            raise ValidationFailed("ip and ip_or_cidr differ: send one of them", field="ip")
-        return self.ip_or_cidr if self.ip_or_cidr is not None else str(self.ip)
+        return self.ip_or_cidr
 
 
 class WhitelistOut(BaseModel):
