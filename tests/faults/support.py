@@ -47,6 +47,10 @@ class StoreLink:
         except OSError:
             writer.transport.abort()
             return
+        if self.server is None:  # cut while this connection was being opened: it never gets through
+            writer.transport.abort()
+            up_writer.transport.abort()
+            return
         self.writers |= {writer, up_writer}
 
         async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
