@@ -29,9 +29,13 @@ def test_http_credentials_grant_or_the_refusing_reply():
     assert http_credentials(ctx, None, "", Credentials("off", "pw"), "h").startswith(b"HTTP/1.1 403")
     bad_option = http_credentials(ctx, None, "", Credentials("rot-ttl-7m", "pw"), "h")
     assert isinstance(bad_option, bytes) and bad_option.startswith(b"HTTP/1.1 407") and b"ttl" in bad_option
-    assert http_credentials(ctx, None, "127.0.6.1", None, "h").startswith(b"HTTP/1.1 407")  # not whitelisted
+    refused = http_credentials(ctx, None, "127.0.6.1", None, "h")
+    assert isinstance(refused, bytes) and refused.startswith(b"HTTP/1.1 407")  # not whitelisted
+    assert b"from 127.0.6.1: whitelist that address" in refused  # the address to whitelist (issue 30.15)
+    v6 = http_credentials(ctx, None, "::1", None, "h")
+    assert isinstance(v6, bytes) and b"from ::1 (IPv6): whitelists hold IPv4" in v6
     # a known login's wrong password and the inactive service count for their service; the rest has none
-    assert ctx.unattributed_errors == {"auth_not_whitelisted": 1, "username": 1}
+    assert ctx.unattributed_errors == {"auth_not_whitelisted": 2, "username": 1}
     rows = ctx.meter.drain()
     counted = {(r.service_id, e) for r in rows for e in r.errors}
     assert counted == {("r1", "auth_wrong_password"), ("off", "inactive")}

@@ -52,6 +52,7 @@ async def test_wrong_password_unknown_login_and_not_whitelisted_count_for_the_se
         writer.close()
         status, _, body = await http_get(http, url, source="127.0.0.9")
         assert status == 407 and b"whitelist" in body
+        assert b"from 127.0.0.9: whitelist that address" in body  # issue 30 (15): the address it saw
         await node.flush_usage()
 
     now = datetime.now(UTC)

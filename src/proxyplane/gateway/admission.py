@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .access import AuthError, Grant, ServiceEntry, authenticate
-from .auth_reasons import AuthFailure
+from .auth_reasons import AuthFailure, not_whitelisted_text
 from .protocol import socks5
 from .protocol.http_proxy import Credentials
 from .protocol.http_response import auth_required, build_reply
@@ -35,7 +35,11 @@ def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: 
         if exc.reason == QUOTA_EXHAUSTED:  # 402: buy more traffic (gateway/quotas.py)
             status = proxy_status(QUOTA_EXHAUSTED, "traffic quota used up")
             return build_reply(402, str(exc), headers=(status,))
-        return build_reply(403, str(exc)) if exc.reason == AuthFailure.SUSPENDED else auth_required(str(exc))
+        if exc.reason == AuthFailure.SUSPENDED:
+            return build_reply(403, str(exc))
+        if exc.reason == AuthFailure.NOT_WHITELISTED:
+            return auth_required(not_whitelisted_text(client_ip))  # the address the customer must whitelist
+        return auth_required(str(exc))
 
 
 class SocksRefusal(Exception):

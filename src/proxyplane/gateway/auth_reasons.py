@@ -36,3 +36,18 @@ REFUSAL_TEXT = {
     AuthFailure.SUBUSER_TRAFFIC: "proxy sub-user traffic limit reached",
     AuthFailure.SUBUSER_COUNTRY: "country not allowed for this proxy sub-user",
 }
+
+
+def not_whitelisted_text(client_ip: str) -> str:
+    """The 407 text for a client without credentials on no whitelist, naming the address the gateway saw
+    (the one to whitelist: behind a NAT or a VPN it is not the machine's own). Whitelists hold IPv4
+    addresses, so an IPv6 client is told to connect over IPv4 or send the login and password."""
+    text = REFUSAL_TEXT[AuthFailure.NOT_WHITELISTED]
+    if not client_ip:
+        return text
+    if ":" in client_ip:
+        return (
+            f"{text}; this client reached the gateway from {client_ip} (IPv6): whitelists hold IPv4 "
+            "addresses, so connect over IPv4 or send the login and password"
+        )
+    return f"{text}; this client reached the gateway from {client_ip}: whitelist that address"
