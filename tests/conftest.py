@@ -17,6 +17,11 @@ from proxyplane.storage.engine import Database
 from proxyplane.storage.migrate import upgrade
 from tests.support import Account, make_account
 
+# the suite's dashboard sign-ups all come from one or two loopback addresses: the sign-up throttle (issue
+# 30.4, settings signup_per_address / signup_total) is relaxed for it; its own test sets the real numbers
+os.environ.setdefault("PROXYPLANE_SIGNUP_PER_ADDRESS", "1000000")
+os.environ.setdefault("PROXYPLANE_SIGNUP_TOTAL", "1000000")
+
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = 1.0
     worker_in_serve: bool = True
     oauth_allow_http_client_ids: bool = False  # development/tests: http://127.0.0.1 client ID documents
+    # sign-ups (issue 30.4, docs/decisions/throttling.md): bursts per client address (then that many an hour)
+    # and over the platform (then that many per 5 minutes)
+    signup_per_address: int = 5
+    signup_total: int = 100
     # email (issue 34, docs/decisions/accounts-email.md): smtp://host:25, smtp+starttls://user:pass@host:587,
     # smtps://user:pass@host:465; empty: messages stay in the outbox (`proxyplane admin outbox`)
     smtp_url: str = ""

@@ -59,6 +59,7 @@ async def test_wrong_passwords_slow_their_address_not_the_owner(platform: Platfo
     refused = await attempt(platform, attacker, email)  # even the right password: nothing is learnt
     assert refused.status_code == 429
     assert "Too many failed sign-ins" in refused.text
+    assert 1 <= int(refused.headers["retry-after"]) <= throttle.PASSWORD_ACCOUNT_ADDRESS.drain_seconds
     assert (await attempt(platform, home, email)).status_code == 303  # the owner at home
     assert (await attempt(platform, fresh_ip(), email)).status_code == 303  # and travelling
 
@@ -72,6 +73,7 @@ async def test_account_ceiling_slows_unknown_addresses_and_spares_the_known_one(
         assert (await attempt(platform, fresh_ip(), email, WRONG)).status_code == 401
     slowed = await attempt(platform, fresh_ip(), email)
     assert slowed.status_code == 429
+    assert 1 <= int(slowed.headers["retry-after"]) <= throttle.PASSWORD_ACCOUNT.drain_seconds  # not a lock
     assert (await attempt(platform, home, email)).status_code == 303
 
 
@@ -86,3 +88,25 @@ async def test_one_address_trying_many_accounts_is_slowed(platform: Platform) ->
     assert (await attempt(platform, stuffer, email)).status_code == 429
     assert (await attempt(platform, fresh_ip(), email)).status_code == 303
     assert (await attempt(platform, home, email)).status_code == 303
+
+
+async def device_of(platform: Platform, email: str) -> str:
+    """Sign in once from a browser: the known-device cookie it keeps."""
+    async with client_from(platform, fresh_ip()) as browser:
+        assert (await login(browser, email)).status_code == 303
+        return browser.cookies["pp_device"]
+
+
+async def test_known_device_gets_in_past_the_ceiling(platform: Platform) -> None:
+    email, _ = await owner(platform)
+    other, _ = await owner(platform)
+    device, others_device = await device_of(platform, email), await device_of(platform, other)
+    account = throttle.Key(throttle.PASSWORD_ACCOUNT, f"customer:{email}")
+    await spent(platform, account, throttle.PASSWORD_ACCOUNT.burst + 2)  # a botnet spent the ceiling
+    travelling = fresh_ip()  # an address the owner never signed in from
+    assert (await attempt(platform, travelling, email)).status_code == 429
+    async with client_from(platform, travelling) as browser:
+        browser.cookies.set("pp_device", others_device)  # another account's device: no help
+        assert (await login(browser, email)).status_code == 429
+        browser.cookies.set("pp_device", device)
+        assert (await login(browser, email)).status_code == 303

@@ -64,18 +64,29 @@ async def login(request: Request) -> Response:
     email = str(data.get("email", "")).strip()
     password = str(data.get("password", ""))
     target = safe_next(str(data.get("next", "/")))
+    device = request.cookies.get(sessions.DEVICE_COOKIE, "")  # a previous sign-in in this browser
     signed = await invoke(
-        platform, web_ops.SIGN_IN, anonymous(request), web_ops.SignIn(email=email, password=password)
+        platform,
+        web_ops.SIGN_IN,
+        anonymous(request),
+        web_ops.SignIn(email=email, password=password, device=device),
     )
-    if signed.outcome == "throttled":
-        return render(
+    if signed.outcome == "throttled":  # issue 30: slowed, never locked (docs/decisions/throttling.md)
+        wait = (
+            f"{signed.retry_after} seconds"
+            if signed.retry_after < 120
+            else f"{signed.retry_after // 60} minutes"
+        )
+        page = render(
             request,
             "login.html",
             status=429,
             next=target,
             email_value=email,
-            errors={"login": "Too many failed sign-ins. Wait 15 minutes and try again."},
+            errors={"login": f"Too many failed sign-ins. Wait {wait} and try again."},
         )
+        page.headers["Retry-After"] = str(signed.retry_after)
+        return page
     if signed.outcome == "second_factor":  # issue 34: the code step (adapters/web/two_factor_pages.py)
         return render(request, "login_code.html", pending=signed.token, next=target)
     if signed.outcome != "ok":
@@ -89,6 +100,8 @@ async def login(request: Request) -> Response:
         )
     response = redirect(request, target)
     sessions.set_session_cookie(request, response, signed.token)
+    if signed.device and signed.device != device:
+        sessions.set_device_cookie(request, response, signed.device)
     return response
 
 
@@ -120,7 +133,10 @@ async def signup(request: Request) -> Response:
         )
     except DomainError as exc:
         field = str(exc.extra.get("field", "email"))
-        return render(request, "signup.html", status=exc.http_status, errors={field: exc.message}, **values)
+        page = render(request, "signup.html", status=exc.http_status, errors={field: exc.message}, **values)
+        if "retry_after_seconds" in exc.extra:  # the sign-up throttle (issue 30.4)
+            page.headers["Retry-After"] = str(exc.extra["retry_after_seconds"])
+        return page
     response = redirect(
         request,
         "/overview",

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.security import sign, verify_signature
+from proxyplane.domains.accounts import throttle
 from proxyplane.domains.accounts.web_ops import SESSION_LIFETIME, TOUCH_EVERY, SessionRef, token_hash
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
@@ -21,6 +22,7 @@ from proxyplane.storage.models import WebSession
 SESSION_COOKIE = "pp_session"
 ANON_COOKIE = "pp_csrf"
 FLASH_COOKIE = "pp_flash"
+DEVICE_COOKIE = "pp_device"  # known device: a signed id from a previous sign-in (domains/accounts/throttle)
 
 
 def is_https(request: Request) -> bool:
@@ -58,6 +60,11 @@ async def load_session(platform: Platform, request: Request) -> WebSession | Non
             platform, REGISTRY["web_touch_session"], caller, SessionRef(session_id=row.id, seen_at=now)
         )
     return row
+
+
+def set_device_cookie(request: Request, response: Response, value: str) -> None:
+    """Remember this browser as one the customer signed in from (spares it the account-wide throttle)."""
+    set_cookie(request, response, DEVICE_COOKIE, value, throttle.DEVICE_COOKIE_DAYS * 86400)
 
 
 def clear_session_cookie(request: Request, response: Response) -> None:

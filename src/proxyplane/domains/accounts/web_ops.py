@@ -7,6 +7,7 @@ token goes to the browser in an HttpOnly cookie; only its hash is stored."""
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from datetime import datetime, timedelta
 
@@ -15,7 +16,8 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
-from proxyplane.domains.accounts import logins
+from proxyplane.core.errors import RateLimited
+from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.service import create_customer
 from proxyplane.ops import Auth, Context, Effect, Operation, register
 from proxyplane.storage.models import WebSession
@@ -66,6 +68,7 @@ class SignUp(BaseModel):
 class SignIn(BaseModel):
     email: str
     password: str
+    device: str = Field(default="", description="the browser's known-device cookie (throttle.device_token)")
 
 
 class PasswordChange(BaseModel):
@@ -84,14 +87,26 @@ class Signed(BaseModel):
     )
     customer_id: int | None = None
     token: str = ""
+    retry_after: int = Field(default=0, description="throttled: seconds until the next attempt may be made")
+    device: str = Field(default="", description="ok: the known-device cookie to keep (sign-in)")
 
 
 async def sign_up(ctx: Context, data: SignUp) -> Signed:
     from proxyplane.domains.accounts.recovery import send_verification
 
     email, name = data.email.strip(), data.name[:200]
-    customer = await create_customer(ctx.session, email, data.password, name, verified=False)
     ip, agent = ctx.caller.client_ip, ctx.caller.user_agent
+    settings = ctx.platform.settings  # issue 30.4: per address and over the platform, shared
+    keys = throttle.signup_keys(ip, settings.signup_per_address, settings.signup_total)
+    decision = await throttle.check(ctx.session, keys)
+    if not decision.allowed:
+        raise RateLimited(
+            "Too many sign-ups from this address. Try again later.",
+            field="email",
+            retry_after_seconds=int(decision.retry_after_header),
+        )
+    customer = await create_customer(ctx.session, email, data.password, name, verified=False)
+    await throttle.record_failure(ctx.session, keys)  # counts one account created
     await logins.record_login(ctx.session, customer.id, "web", ip, agent, True)
     await send_verification(ctx.session, ctx.platform, customer)  # issue 34: buying waits for it
     return Signed(
@@ -102,9 +117,12 @@ async def sign_up(ctx: Context, data: SignUp) -> Signed:
 async def sign_in(ctx: Context, data: SignIn) -> Signed:
     """A wrong password is an answer, not an error: its failure record is committed (throttling)."""
     email, ip, agent = data.email.strip(), ctx.caller.client_ip, ctx.caller.user_agent
-    if await logins.throttled(ctx.session, email, ip):
-        return Signed(outcome="throttled")
-    customer = await logins.sign_in(ctx.session, email, data.password, "web", ip, agent)
+    secret, account = ctx.platform.secret_key, f"customer:{email.lower()}"
+    device = throttle.device_of(secret, data.device, account) if data.device else None
+    wait = await logins.throttled(ctx.session, email, ip, device)  # issue 30: slowed, never locked
+    if wait:
+        return Signed(outcome="throttled", retry_after=max(1, math.ceil(wait)))
+    customer = await logins.sign_in(ctx.session, email, data.password, "web", ip, agent, device)
     if customer is None:
         return Signed(outcome="wrong")
     from proxyplane.domains.accounts import two_factor  # issue 34
@@ -117,7 +135,8 @@ async def sign_in(ctx: Context, data: SignIn) -> Signed:
         )
     token = await open_session(ctx.session, customer.id, ip, agent)
     await after_sign_in(ctx.session, ctx.platform, customer, ip, agent)
-    return Signed(outcome="ok", customer_id=customer.id, token=token)
+    known = data.device if device else throttle.device_token(secret, account)
+    return Signed(outcome="ok", customer_id=customer.id, token=token, device=known)
 
 
 async def change_password(ctx: Context, data: PasswordChange) -> Signed:
