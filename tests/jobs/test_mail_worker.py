@@ -180,3 +180,27 @@ async def test_without_smtp_messages_wait_in_the_outbox(platform: Platform) -> N
     assert [(r.kind, r.status, r.attempts) for r in rows] == [("api_key_created", "pending", 0)]
     listed = await invoke(platform, operator_ops.OUTBOX_LIST, CLI, operator_ops.OutboxQuery(status="pending"))
     assert any(item["to"] == account.email for item in listed["items"])
+
+
+async def test_new_address_sign_in_and_quota_events_are_mailed_once(platform: Platform) -> None:
+    from proxyplane.domains.accounts import web_ops
+    from proxyplane.domains.events.catalogue import EVENT_TYPES
+    from proxyplane.domains.events.service import emit
+
+    account = await make_account(platform)
+    credential = web_ops.SignIn(email=account.email, password=account.password)
+    for ip in ("127.0.0.51", "127.0.0.51", "127.0.0.52", "127.0.0.52"):  # the first ever, known, new, known
+        caller = Caller(customer_id=None, client_ip=ip, channel="web", user_agent="Firefox/999")
+        assert (await invoke(platform, web_ops.SIGN_IN, caller, credential)).outcome == "ok"
+    async with platform.db.unit_of_work() as uow:
+        data = {"service_id": "7d1f6a52-3a0c-4d8e-9a53-3c0a6f1b2c11", "number": 7, "percent": 80}
+        await emit(uow.session, account.customer_id, "service.quota_80", data)
+        await uow.commit()
+    with smtp_sink() as (sink, url):
+        sender = mailing(platform, url)
+        await deliver(sender)
+        await deliver(sender)
+        subjects = sorted(str(m["Subject"]).strip() for m in sink.to(account.email))  # unfolded
+    assert subjects[0] == EVENT_TYPES["service.quota_80"].rstrip(".")
+    assert subjects[1] == "New sign-in to your ProxyPlane account from 127.0.0.52"
+    assert len(subjects) == 2

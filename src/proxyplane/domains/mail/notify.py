@@ -39,12 +39,16 @@ EVENT_KINDS = {
 }
 
 
+LIMIT_SUFFIXES = (".usage_80", ".usage_100", ".quota_80", ".quota_100")
+
+
 def kind_of(event_type: str) -> str | None:
     """The notification kind an event type feeds, if any. Usage-limit events are matched by name, so the
-    quota events other issues add (`quota.*`, `*.usage_80`, `*.usage_100`) are notified once they exist."""
+    quota events (`service.quota_80/100`, `subuser.usage_80/100`, any `quota.*`) are notified as they
+    come."""
     if event_type in EVENT_KINDS:
         return EVENT_KINDS[event_type]
-    if event_type.startswith("quota.") or event_type.endswith((".usage_80", ".usage_100")):
+    if event_type.startswith("quota.") or event_type.endswith(LIMIT_SUFFIXES):
         return "usage_limit"
     return None
 
