@@ -111,3 +111,45 @@ async def test_a_4_mib_quota_is_enforced_and_bought_traffic_serves_again(
         status, c_reader, c_writer = await connect_tunnel(http, target, auth)
         assert status == 200 and await echo_once(c_reader, c_writer)
         c_writer.close()
+
+
+async def test_two_nodes_overshoot_at_most_one_flush(
+    platform: Platform, account: Account, tcp_echo: Any, tmp_path: Any
+) -> None:
+    """One tunnel on each of two nodes, both pumping: each node cuts on its own count, or when the other's
+    flush set limit_reached in the store (change log). The overshoot is at most what the nodes move in
+    one usage flush interval plus the change poll and a harvest."""
+    await fresh_stock(platform, "proxy_datacenter", "US", 1)
+    svc = await metered_service(platform, account, QUOTA)
+    auth = basic(svc.login, PASSWORD)
+    target = f"127.0.0.1:{tcp_echo.port}"
+    flush_s = 1.0
+    settings = node_settings(["127.0.0.1"]).model_copy(update={"usage_flush_seconds": flush_s})
+    async with (
+        running_node(platform, settings, tmp_path / "a") as a,
+        running_node(platform, settings, tmp_path / "b") as b,
+    ):
+        tunnels = []
+        for node in (a, b):
+            status, reader, writer = await connect_tunnel(
+                ("127.0.0.1", node.gateway.gateway_port("http")), target, auth
+            )
+            assert status == 200
+            tunnels.append((reader, writer))
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        moved = await asyncio.gather(*(pump(r, w, within=30) for r, w in tunnels))
+        seconds = loop.time() - began
+        for _, w in tunnels:
+            w.close()
+        total = sum(moved)
+        rate = total / seconds
+        bound = QUOTA + rate * (flush_s + settings.poll_seconds + 1.0)
+        print(f"two nodes: quota {QUOTA} B, moved {moved} = {total} B in {seconds:.2f} s, "
+              f"overshoot {total - QUOTA} B, bound {bound:.0f} B")  # fmt: skip
+        assert QUOTA <= total <= bound
+        for node in (a, b):
+            status, headers, _ = await http_get(
+                ("127.0.0.1", node.gateway.gateway_port("http")), f"http://{target}/", auth
+            )
+            assert status == 402 and "quota_exhausted" in headers["proxy-status"]

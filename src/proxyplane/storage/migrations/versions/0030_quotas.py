@@ -3,8 +3,8 @@ gateway change-log triggers; a row for every live service whose parameters carry
 
 A change a node must see logs a change of the SERVICE in gateway_changes (key = service_id), as 0018b does
 for sub-users: INSERT, DELETE, and an UPDATE that changes period, quota_bytes, quota_requests, extra_bytes,
-limit_reached or period_start. The usage counters alone (used_bytes, used_requests, notified_pct: every
-usage flush) log nothing. PostgreSQL: statement-level triggers with transition tables; SQLite: row-level.
+limit_reached, notified_pct (the 80 % crossing: nodes reload the used totals) or period_start. The usage
+counters alone (used_bytes, used_requests: every usage flush) log nothing. PostgreSQL: statement-level triggers with transition tables; SQLite: row-level.
 
 Revision ID: 0030
 Revises: 0029
@@ -25,7 +25,17 @@ down_revision: str | Sequence[str] | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-WATCHED = ("period", "quota_bytes", "quota_requests", "extra_bytes", "limit_reached", "period_start")
+# notified_pct: the 80 % crossing makes every node reload the service's used totals (what all nodes
+# flushed), so from there a node misses only the other nodes' traffic since their last flush
+WATCHED = (
+    "period",
+    "quota_bytes",
+    "quota_requests",
+    "extra_bytes",
+    "limit_reached",
+    "notified_pct",
+    "period_start",
+)
 
 PG_LOG = """
     INSERT INTO gateway_changes (key, seq, xid)
