@@ -26,7 +26,8 @@ def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: 
     try:
         if auth is None:
             return authenticate(ctx.access, static_ip, client_ip, None, None)
-        return authenticate(ctx.access, static_ip, "", auth.login, auth.password)
+        # a login and password: guessing slowed per source address (auth_throttle.py)
+        return ctx.auth_throttle.authenticate(ctx.access, static_ip, client_ip, auth.login, auth.password)
     except UsernameError as exc:
         ctx.error(None, host, "username")
         return auth_required(str(exc))

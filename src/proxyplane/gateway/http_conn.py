@@ -264,7 +264,7 @@ class HttpProxyConnection(asyncio.Protocol):
 
     def authorize(self, auth: Credentials | None, host: str) -> Grant | None:
         ctx = self.ctx
-        grant = http_credentials(ctx, self.static_ip, self.client_ip if auth is None else "", auth, host)
+        grant = http_credentials(ctx, self.static_ip, self.client_ip, auth, host)
         if isinstance(grant, bytes):  # the refusal
             self.reply_and_close(grant)
             return None
