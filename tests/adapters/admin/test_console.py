@@ -6,6 +6,7 @@ never a secret."""
 from __future__ import annotations
 
 import re
+import uuid
 
 import httpx
 import pytest
@@ -151,3 +152,26 @@ async def test_tickets_inbox_reply_and_close(
         data={"csrf": csrf(customer.text), "direction": "credit", "amount": "1", "reason": "x"},
     )
     assert refused.status_code == 403 and "wallet.credit" in refused.text
+
+
+async def test_stock_and_nodes_pages(client: httpx.AsyncClient, platform: Platform) -> None:
+    from datetime import timedelta
+
+    from proxyplane.core.clock import utcnow
+    from proxyplane.storage.models.gateway_health import GatewayNodeConnections
+    from tests.domains.stock.support import fresh_stock
+
+    await fresh_stock(platform, "proxy_isp", "DE", 2)
+    node_id = f"node-{uuid.uuid4().hex[:8]}"
+    async with platform.db.unit_of_work() as uow:  # a node's connection report, as a gateway writes it
+        uow.session.add(
+            GatewayNodeConnections(
+                node_id=node_id, counts={"a": 3, "b": 4}, updated_at=utcnow() - timedelta(seconds=5)
+            )
+        )
+        await uow.commit()
+    await sign_in(client, platform, "viewer")
+    stock = await client.get("/admin/stock")
+    assert stock.status_code == 200 and "proxy_isp" in stock.text
+    nodes = await client.get("/admin/nodes")
+    assert nodes.status_code == 200 and node_id in nodes.text and "7 open connections" in nodes.text

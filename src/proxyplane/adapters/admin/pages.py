@@ -156,6 +156,20 @@ async def audit_csv(request: Request) -> Response:
     return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
 
+@router.get("/admin/stock")
+async def stock(request: Request) -> Response:
+    await signed_in(request)
+    pools = await call(request, "operator_stock_show", {})
+    prefixes = await call(request, "operator_stock_prefixes", {})
+    return render(request, "stock.html", pools=pools["pools"], prefixes=prefixes["prefixes"])
+
+
+@router.get("/admin/nodes")
+async def nodes(request: Request) -> Response:
+    await signed_in(request)
+    return render(request, "nodes.html", n=await call(request, "operator_nodes", {}))
+
+
 @router.get("/admin/sessions")
 async def sessions(request: Request) -> Response:
     who = await signed_in(request)

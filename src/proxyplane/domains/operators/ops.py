@@ -235,6 +235,10 @@ async def refund(ctx: Context, data: ServiceRef) -> dict[str, Any]:
     }
 
 
+async def nodes(ctx: Context, data: NoInput) -> dict[str, Any]:
+    return await reports.nodes(ctx.session)
+
+
 async def audit_list(ctx: Context, data: AuditFilter) -> dict[str, Any]:
     fields = data.model_dump()
     return {"entries": await reports.audit(ctx.session, **fields)}
@@ -266,4 +270,5 @@ RESUME = _op("service_resume", resume, ServiceRef, permission="services.suspend"
 REFUND = _op("service_refund", refund, ServiceRef, permission="wallet.credit", doors=OPERATOR_DOORS)
 AUDIT = _op("audit_list", audit_list, AuditFilter, R, permission="audit.read", doors=OPERATOR_DOORS)
 register(OPERATOR_CREATE, OPERATOR_LIST, OPERATOR_ROLE, OPERATOR_LOCK, OPERATOR_UNLOCK, OPERATOR_KEY)
-register(SESSIONS, SESSION_REVOKE, OVERVIEW, SEARCH, CUSTOMER, SUSPEND, RESUME, REFUND, AUDIT)
+NODES = _op("nodes", nodes, NoInput, R, permission="nodes.read", doors=OPERATOR_DOORS)
+register(SESSIONS, SESSION_REVOKE, OVERVIEW, SEARCH, CUSTOMER, SUSPEND, RESUME, REFUND, AUDIT, NODES)

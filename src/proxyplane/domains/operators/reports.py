@@ -15,6 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.models import ApiKey, Customer, LedgerEntry, Service, ServiceIp, Ticket
+from proxyplane.storage.models.gateway_health import GatewayNodeConnections, UsageExitError
+from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from proxyplane.storage.models.operators import OperatorAudit
 
 NOT_SALES = ("deposit", "adjustment")
@@ -201,6 +203,34 @@ async def customer_page(session: AsyncSession, customer: Customer, balance_cents
             }
             for k in keys
         ],
+    }
+
+
+async def nodes(session: AsyncSession, now: datetime | None = None) -> dict[str, Any]:
+    """Each gateway node as the store last heard of it (its connection report and its address prefixes),
+    and the exit errors of the last hour by category."""
+    now = now or utcnow()
+    found: dict[str, dict[str, Any]] = {}
+    for row in (await session.execute(select(GatewayNodeConnections))).scalars():
+        found.setdefault(row.node_id, {})
+        found[row.node_id].update(
+            connections=sum(int(n) for n in (row.counts or {}).values()),
+            reported_at=row.updated_at.isoformat(),
+            seconds_since_report=int((now - row.updated_at).total_seconds()),
+        )
+    for addresses in (await session.execute(select(GatewayNodeAddresses))).scalars():
+        found.setdefault(addresses.node_id, {})
+        found[addresses.node_id].update(
+            prefixes=list(addresses.prefixes or []), nonlocal_ips=addresses.nonlocal_ips
+        )
+    errors = await session.execute(
+        select(UsageExitError.category, func.sum(UsageExitError.count))
+        .where(UsageExitError.minute >= now - timedelta(hours=1))
+        .group_by(UsageExitError.category)
+    )
+    return {
+        "nodes": [{"node_id": k, **v} for k, v in sorted(found.items())],
+        "exit_errors_last_hour": {c: int(n or 0) for c, n in errors.all()},
     }
 
 

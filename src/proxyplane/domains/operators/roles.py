@@ -21,6 +21,7 @@ PERMISSIONS: dict[str, str] = {
     "tickets.write": "reply to and close tickets",
     "stock.read": "read stock pools and IPv6 prefixes",
     "stock.write": "import, add, retire stock and prefixes; seed demo stock; expire due services",
+    "nodes.read": "read each gateway node's last report: open connections, address prefixes; exit errors",
     "catalog.read": "read products and price books",
     "catalog.write": "change products and price books",
     "audit.read": "read and export the audit log",
@@ -43,6 +44,7 @@ ROLES: dict[str, frozenset[str]] = {
             "tickets.read",
             "tickets.write",
             "stock.read",
+            "nodes.read",
             "catalog.read",
         }
     ),

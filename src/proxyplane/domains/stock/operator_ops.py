@@ -24,7 +24,7 @@ from proxyplane.domains.services.service import expire_due
 from proxyplane.domains.stock import bulk
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.seed import seed_demo
-from proxyplane.ops import OPERATOR, Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import CatalogProduct
 
 Pool = Literal["proxy_datacenter", "proxy_isp", "proxy_personal"]
@@ -217,7 +217,7 @@ _R, _W, _CR, _CW = "stock.read", "stock.write", "catalog.read", "catalog.write"
 IMPORT_FILE = operator_op("stock_import", import_file, ImportFile, permission=_W, doors=OPERATOR)
 ADD_RANGE = operator_op("stock_add_range", add_range, AddRange, permission=_W)
 RETIRE = operator_op("stock_retire", retire, Retire, permission=_W)
-SHOW = operator_op("stock_show", show, StockShow, Effect.READ, permission=_R)
+SHOW = operator_op("stock_show", show, StockShow, Effect.READ, permission=_R, doors=OPERATOR_DOORS)
 SEED_DEMO = operator_op("stock_seed_demo", seed, NoInput, permission=_W)
 EXPIRE = operator_op("stock_expire", expire, NoInput, permission=_W)
 PRODUCT_LIST = operator_op("product_list", product_list, NoInput, Effect.READ, permission=_CR)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.stock import subnets
-from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 
 
 class NewPrefix(BaseModel):
@@ -61,6 +61,8 @@ _op = operator_op  # the CLI and the operator API; no customer API key (ops.oper
 
 
 ADD_PREFIX = _op("stock_add_prefix", add_prefix, NewPrefix, permission="stock.write")
-LIST_PREFIXES = _op("stock_prefixes", list_prefixes, NoInput, Effect.READ, permission="stock.read")
+LIST_PREFIXES = _op(
+    "stock_prefixes", list_prefixes, NoInput, Effect.READ, permission="stock.read", doors=OPERATOR_DOORS
+)
 RETIRE_PREFIX = _op("stock_retire_prefix", retire_prefix, PrefixRef, permission="stock.write")
 register(ADD_PREFIX, LIST_PREFIXES, RETIRE_PREFIX)
