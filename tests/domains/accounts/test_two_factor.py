@@ -127,3 +127,27 @@ async def test_legacy_basic_takes_an_app_password_once_two_factor_is_on(
     )
     revoked = await client.get("/api/clients", headers=basic(account.email, other.password))
     assert revoked.status_code == 401  # never verified before its revocation: refused
+
+
+async def test_turning_off_needs_a_code_and_wrong_codes_count(platform: Platform) -> None:
+    account = await make_account(platform)
+    otp, codes = await _enable(platform, account)
+    wrong = two_factor.Disable(code="99999z", current_password=account.password)
+    outcomes = [(await invoke(platform, two_factor.DISABLE, _me(account), wrong)).outcome for _ in range(6)]
+    assert outcomes == ["wrong"] * 5 + ["throttled"]  # each wrong code was committed to the throttle
+    right = two_factor.Disable(code=codes[0], current_password=account.password)
+    assert (await invoke(platform, two_factor.DISABLE, _me(account), right)).outcome == "throttled"
+    assert (await invoke(platform, two_factor.STATUS, _me(account), two_factor.Empty())).enabled
+
+
+async def test_new_recovery_codes_replace_the_old(platform: Platform) -> None:
+    account = await make_account(platform)
+    otp, codes = await _enable(platform, account)
+    fresh = await invoke(platform, two_factor.NEW_CODES, _me(account), two_factor.Code(code=codes[0]))
+    assert fresh.outcome == "ok" and len(fresh.recovery_codes) == 10
+    off = two_factor.Disable(code=codes[1], current_password=account.password)  # an old code: gone
+    assert (await invoke(platform, two_factor.DISABLE, _me(account), off)).outcome == "wrong"
+    off = two_factor.Disable(code=fresh.recovery_codes[0], current_password=account.password)
+    state = await invoke(platform, two_factor.DISABLE, _me(account), off)
+    assert state.outcome == "ok" and not state.enabled
+    assert (await _password(platform, account)).outcome == "ok"  # no code step any more

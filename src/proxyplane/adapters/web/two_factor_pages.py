@@ -16,6 +16,10 @@ from proxyplane.domains.accounts import two_factor
 from proxyplane.ops import invoke
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
+WRONG = {
+    "wrong": (422, "That code is not right (or was used already)."),
+    "throttled": (429, "Too many wrong codes: wait a minute and try again."),
+}
 
 
 @router.post("/login/code")
@@ -78,6 +82,9 @@ async def new_codes(request: Request) -> Response:
         codes = await call(request, "web_two_factor_recovery_codes", {"code": str(data.get("code", ""))[:40]})
     except DomainError as exc:
         return await _security(request, exc.http_status, {"codes": exc.message})
+    if codes.outcome != "ok":
+        status, message = WRONG[codes.outcome]
+        return await _security(request, status, {"codes": message})
     return render(request, "recovery_codes.html", codes=codes.recovery_codes)
 
 
@@ -87,9 +94,12 @@ async def disable(request: Request) -> Response:
     data = await form(request)
     body = {"code": str(data.get("code", ""))[:40], "current_password": str(data.get("current_password", ""))}
     try:
-        await call(request, "web_two_factor_disable", body)
+        state = await call(request, "web_two_factor_disable", body)
     except DomainError as exc:
         return await _security(request, exc.http_status, {"disable": exc.message})
+    if state.outcome != "ok":
+        status, message = WRONG[state.outcome]
+        return await _security(request, status, {"disable": message})
     return redirect(request, "/security", "Two-factor sign-in is off.")
 
 

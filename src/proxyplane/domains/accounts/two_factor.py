@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core import totp
 from proxyplane.core.clock import utcnow
-from proxyplane.core.errors import Conflict, NotFound, RateLimited, ValidationFailed
+from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import sign, verify_password, verify_signature
 from proxyplane.domains.accounts import throttle
 from proxyplane.domains.accounts.recovery import notice
@@ -94,13 +94,6 @@ async def guarded_code(ctx: Context, customer_id: int, code: str) -> str:
     return "ok"
 
 
-def _refuse(outcome: str) -> None:
-    if outcome == "throttled":
-        raise RateLimited("too many wrong codes: wait a minute and try again")
-    if outcome != "ok":
-        raise ValidationFailed("that code is not right", field="code")
-
-
 class Empty(BaseModel):
     pass
 
@@ -124,7 +117,8 @@ class Setup(BaseModel):
 
 
 class Codes(BaseModel):
-    recovery_codes: list[str]
+    outcome: str = Field(default="ok", description="ok | wrong | throttled (then no codes)")
+    recovery_codes: list[str] = Field(default_factory=list)
 
 
 class AppPasswordInfo(BaseModel):
@@ -140,6 +134,7 @@ class Status(BaseModel):
     email: str
     email_verified: bool
     enabled: bool
+    outcome: str = Field(default="ok", description="of a code-checked change: ok | wrong | throttled")
     recovery_codes_left: int
     app_passwords: list[AppPasswordInfo]
 
@@ -221,15 +216,18 @@ async def enable(ctx: Context, data: Code) -> Codes:
 
 
 async def new_recovery_codes(ctx: Context, data: Code) -> Codes:
-    _refuse(await guarded_code(ctx, ctx.customer_id, data.code))
-    return await _new_codes(ctx)
+    """A wrong code is an answer (its throttle count commits), not an error."""
+    outcome = await guarded_code(ctx, ctx.customer_id, data.code)
+    return await _new_codes(ctx) if outcome == "ok" else Codes(outcome=outcome)
 
 
 async def disable(ctx: Context, data: Disable) -> Status:
     customer = await get_customer(ctx.session, ctx.customer_id)
     if not verify_password(customer.password_hash, data.current_password):
         raise ValidationFailed("the current password is not correct", field="current_password")
-    _refuse(await guarded_code(ctx, customer.id, data.code))
+    outcome = await guarded_code(ctx, customer.id, data.code)
+    if outcome != "ok":  # an answer, not an error: the throttle's count commits
+        return (await status(ctx, Empty())).model_copy(update={"outcome": outcome})
     await repo.end_two_factor(ctx.session, customer.id)
     await notice(
         ctx.session,
