@@ -160,7 +160,7 @@ def product_list() -> None:
 
 @product_group.command("add")
 @click.option("--name", required=True)
-@click.option("--kind", type=click.Choice([*POOLS.choices, "proxy_rotating"]), required=True)
+@click.option("--kind", type=click.Choice([*POOLS.choices, "proxy_ipv6", "proxy_rotating"]), required=True)
 @click.option("--price-cents", type=int, required=True)
 @click.option("--period-months", type=click.Choice(["1", "3", "6", "12"]), default="1")
 @click.option("--description", default="")

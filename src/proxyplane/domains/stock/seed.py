@@ -168,4 +168,6 @@ async def seed_demo(session: AsyncSession) -> dict[str, int]:
             session.add(CatalogProduct(**spec))
             added_products += 1
     await session.flush()
-    return {"ips": added_ips, "products": added_products}
+    from proxyplane.domains.stock.seed_ipv6 import seed_demo_ipv6  # IPv6 prefixes and products (30.12)
+
+    return {"ips": added_ips, "products": added_products, **await seed_demo_ipv6(session)}
