@@ -1,15 +1,17 @@
 """Issue 34 in a real browser: sign up -> confirm the address from the emailed link -> turn on two-factor
 sign-in (QR code, first code, 10 recovery codes) -> sign in with a code -> sign in with a recovery code
-(used once)."""
+(used once); forgot password -> reset link -> the other browser is signed out, the link works once."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pyotp
 
+from tests.adapters.web.browser import outbox_link
 from tests.adapters.web.test_browser import PASSWORD, base_url, browser, shots, sign_up  # noqa: F401
 
 
@@ -66,3 +68,37 @@ def test_sign_up_verify_two_factor_code_and_recovery_code(browser: Any, base_url
         else:
             assert "not right" in page.inner_text(".error")
     context.close()
+
+
+def test_forgot_password_reset_ends_other_sessions(browser: Any, base_url: str, shots: Path) -> None:  # noqa: F811
+    other = browser.new_context(viewport={"width": 1280, "height": 900})
+    elsewhere = other.new_page()
+    email = sign_up(elsewhere, base_url)  # signed in in another browser
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{base_url}/login")
+    page.click("text=Forgot your password?")
+    page.fill("input[name=email]", email)
+    page.click("button:has-text('Send me a reset link')")
+    page.wait_for_selector("#sent")
+    assert "If an account uses that address" in page.inner_text("#sent")
+    reset = outbox_link(base_url, email, "reset_password", "/reset-password/")
+    page.goto(reset)
+    page.fill("input[name=new_password]", "a new browser password")
+    page.fill("input[name=new_password2]", "a new browser password")
+    page.screenshot(path=str(shots / "reset-password.png"), full_page=True)
+    page.click("button:has-text('Set the new password')")
+    page.wait_for_url(f"{base_url}/login")
+    assert "every browser signed out" in page.inner_text(".flash")
+    elsewhere.goto(f"{base_url}/overview")  # the other browser's session ended
+    elsewhere.wait_for_url(re.compile(r".*/login\?next=.*"))
+    page.goto(reset)  # the link worked once
+    assert "already used" in page.inner_text("#link-result")
+    page.screenshot(path=str(shots / "link-used.png"), full_page=True)
+    page.goto(f"{base_url}/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", "a new browser password")
+    page.click("button:has-text('Sign in')")
+    page.wait_for_url(f"{base_url}/overview")
+    context.close()
+    other.close()
