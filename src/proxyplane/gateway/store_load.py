@@ -27,9 +27,10 @@ from proxyplane.core.security import SecretBox
 from proxyplane.storage.models import Service, ServiceIp, ServiceWhitelist, StockIp
 from proxyplane.storage.models.billing import ServiceAddon
 from proxyplane.storage.models.gateway import ProxySettings
+from proxyplane.storage.models.quotas import ServiceQuota
 
 from .access import ServiceEntry
-from .quotas_load import load_quotas
+from .quotas_load import QUOTA_COLUMNS, quota_entry
 from .subnets import SubnetExits, load_subnets
 from .subusers_load import load_subusers
 
@@ -262,8 +263,6 @@ async def load_entries(
     lap("addons")
     subs = await load_subusers(session, box, id_list)  # one select; empty for most stores
     lap("subusers")
-    quotas = await load_quotas(session, id_list)  # one select (issue 32); empty without metered plans
-    lap("quotas")
     svc_q = (
         select(
             Service.service_id,
@@ -278,8 +277,10 @@ async def load_entries(
             ProxySettings.session_mode,
             ProxySettings.pin,
             ProxySettings.sticky_ttl_seconds,
+            *QUOTA_COLUMNS,  # the service's quota (issue 32), joined: no select of its own
         )
         .outerjoin(ProxySettings, ProxySettings.service_id == Service.service_id)
+        .outerjoin(ServiceQuota, ServiceQuota.service_id == Service.service_id)
         .where(Service.status.in_(LOADED_STATUSES))
     )
     now = utcnow()
@@ -300,6 +301,7 @@ async def load_entries(
             mode,
             pin,
             ttl,
+            *quota,
         ) in part:
             params = _params(params)
             grants = addons.get(sid, no_grants)
@@ -329,8 +331,8 @@ async def load_entries(
             )
             if subs:
                 entry.subusers = subs.get(str(sid), ())
-            if quotas:
-                entry.quota = quotas.get(str(sid))
+            if quota[0] is not None:  # a metered service
+                entry.quota = quota_entry(str(sid), quota, now)
             out[_uuid(sid)] = (entry, end)
     lap("services")
     if ipv6:  # one more select only when IPv6 services are loaded (gateway/subnets.py)
