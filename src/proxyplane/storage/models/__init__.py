@@ -31,7 +31,7 @@ from proxyplane.storage.models.services import (
 from proxyplane.storage.models.stock import StockIp
 from proxyplane.storage.models.usage_batches import UsageBatch
 from proxyplane.storage.models.wallet import Deposit, IdempotencyRecord, LedgerEntry, LoginEvent, Wallet
-from proxyplane.storage.models.web import LoginFailure, WebSession
+from proxyplane.storage.models.web import WebSession
 from proxyplane.storage.models.webhooks import (
     Event,
     NotificationSettings,
@@ -51,7 +51,6 @@ __all__ = [
     "LedgerEntry",
     "LegacyListUpdate",
     "LoginEvent",
-    "LoginFailure",
     "PriceBookOverride",
     "Service",
     "ServiceIp",

@@ -1,4 +1,4 @@
-"""Dashboard sign-in state: server-side sessions and failed sign-in attempts (for throttling)."""
+"""Dashboard sign-in state: server-side sessions (failed sign-ins: the shared throttle, throttles.py)."""
 
 from datetime import datetime
 
@@ -7,7 +7,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.models.base import Base
-from proxyplane.storage.types import BigIntPK, UTCDateTime
+from proxyplane.storage.types import UTCDateTime
 
 
 class WebSession(Base):
@@ -25,14 +25,3 @@ class WebSession(Base):
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-
-
-class LoginFailure(Base):
-    """A failed dashboard sign-in, kept by email and client IP (also for emails with no account)."""
-
-    __tablename__ = "login_failures"
-
-    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    email: Mapped[str] = mapped_column(String(320), index=True)
-    client_ip: Mapped[str] = mapped_column(String(45), index=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
