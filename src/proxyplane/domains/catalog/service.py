@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import NotFound, ValidationFailed
+from proxyplane.core.product_names import months
 from proxyplane.core.rotating_gateway import without_stored_gateway
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.invoices import service as invoices
@@ -159,7 +160,7 @@ async def buy(
         customer_id,
         kind="catalog",
         description=f"{product.name} (service #{svc.number})",
-        lines=[invoices.Line(f"{product.name}, {product.period_months} month(s)", 1, price, price)],
+        lines=[invoices.Line(f"{product.name}, {months(product.period_months)}", 1, price, price)],
         service_id=svc.service_id,
         ledger_entries=[entry],
     )

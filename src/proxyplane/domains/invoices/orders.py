@@ -12,7 +12,7 @@ from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
-from proxyplane.core.product_names import humanize
+from proxyplane.core.product_names import humanize, months
 from proxyplane.domains.invoices.service import quote_invoice_lines
 from proxyplane.domains.pricing import Quote
 from proxyplane.storage.driver import DriverStatement
@@ -60,7 +60,7 @@ async def record_order(
     now = utcnow()
     lines = quote_invoice_lines(quote)
     description = humanize(
-        f"Order #{svc.number}: {quote.ip_count} {quote.product_kind} IPs, {quote.period_months} month(s)"
+        f"Order #{svc.number}: {quote.ip_count} {quote.product_kind} IPs, {months(quote.period_months)}"
     )
     invoice_id = await _INSERT_INVOICE.scalar(
         session,

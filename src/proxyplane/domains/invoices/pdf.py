@@ -164,8 +164,6 @@ def _meta(doc: InvoiceDocument, width: float) -> Table:
         rows.append(("Due date", doc.due_on.isoformat()))
     if doc.paid_on:
         rows.append(("Paid on", doc.paid_on.isoformat()))
-    if doc.reference:
-        rows.append(("Reference", escape(doc.reference)))
     rows.append(("Status", f'<font color="{status_color.hexval()}"><b>{escape(status)}</b></font>'))
     table = Table(
         [[Paragraph(k, SMALL), Paragraph(v, RIGHT)] for k, v in rows], colWidths=[24 * mm, width - 24 * mm]
@@ -181,6 +179,19 @@ def _meta(doc: InvoiceDocument, width: float) -> Table:
         )
     )
     return table
+
+
+def _reference(doc: InvoiceDocument, width: float) -> list[Flowable]:
+    """The reference on one line of its own under the parties (issue 30.13: in the meta column a service
+    id wrapped over three lines)."""
+    if not doc.reference:
+        return []
+    table = Table(
+        [[Paragraph("Reference", SMALL), Paragraph(escape(doc.reference), BODY)]],
+        colWidths=[24 * mm, width - 24 * mm],
+    )
+    table.setStyle(TableStyle([("VALIGN", (0, 0), (-1, -1), "MIDDLE"), ("LEFTPADDING", (0, 0), (-1, -1), 6)]))
+    return [Spacer(0, 3 * mm), table]
 
 
 def _lines_table(doc: InvoiceDocument, width: float) -> Table:
@@ -328,6 +339,7 @@ def render_invoice_pdf(invoice: InvoiceDocument) -> bytes:
         HRFlowable(width=width, thickness=1.2, color=INK, spaceBefore=0, spaceAfter=0),
         Spacer(0, 4 * mm),
         parties,
+        *_reference(invoice, width),
         Spacer(0, 8 * mm),
         _lines_table(invoice, width),
         Spacer(0, 3 * mm),

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound
 from proxyplane.core.product_names import humanize
+from proxyplane.core.product_names import months as months_text
 from proxyplane.domains.accounts.billing import BillingDetails, get_billing
 from proxyplane.domains.invoices.pdf import (
     CreditNote,
@@ -234,15 +235,24 @@ async def credit_notes(session: AsyncSession, invoice_id: int) -> list[InvoiceCr
     return list(rows.scalars())
 
 
+DEMO_SELLER = {
+    "name": "ProxyPlane Demo Ltd",
+    "address": "1 Example Street|Demo City 00000|Exampleland",
+    "email": "billing@example.com",
+    "tax_id": "XX000000000",
+}
+
+
 def seller() -> Party:
     """The operator's details printed on invoices (PROXYPLANE_SELLER_NAME, _ADDRESS with `|` between
     lines, _EMAIL, _TAX_ID)."""
-    address = os.environ.get("PROXYPLANE_SELLER_ADDRESS", "")
+    # unset: the demo's values (README), so the block is never a bare name; "" leaves one out
+    address = os.environ.get("PROXYPLANE_SELLER_ADDRESS", DEMO_SELLER["address"])
     return Party(
-        name=os.environ.get("PROXYPLANE_SELLER_NAME", "ProxyPlane"),
+        name=os.environ.get("PROXYPLANE_SELLER_NAME") or DEMO_SELLER["name"],
         address_lines=tuple(p.strip() for p in address.split("|") if p.strip()),
-        email=os.environ.get("PROXYPLANE_SELLER_EMAIL") or None,
-        tax_id=os.environ.get("PROXYPLANE_SELLER_TAX_ID") or None,
+        email=os.environ.get("PROXYPLANE_SELLER_EMAIL", DEMO_SELLER["email"]) or None,
+        tax_id=os.environ.get("PROXYPLANE_SELLER_TAX_ID", DEMO_SELLER["tax_id"]) or None,
     )
 
 
@@ -297,7 +307,7 @@ def quote_invoice_lines(quote: Quote) -> list[Line]:
     months = quote.period_months
     lines = [
         Line(
-            humanize(f"{line.count} {quote.product_kind} IPs in {line.country}, {months} month(s)"),
+            humanize(f"{line.count} {quote.product_kind} IPs in {line.country}, {months_text(months)}"),
             line.count,
             line.unit_price_cents * months,
             line.retail_monthly_cents * months,
