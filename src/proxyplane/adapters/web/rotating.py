@@ -63,6 +63,14 @@ async def plan_use(request: Request, svc: Any) -> PlanUse | None:
     if found is None or svc.current_period_start is None:
         return None
     plan, quota = found
+    # the enforced quota of the current period (issue 32): bought traffic included, periods reset
+    metered = await optional(request, "get_service_quota", {"service_id": str(svc.service_id)})
+    if metered is not None:
+        since = metered.period_start or svc.current_period_start
+        if plan == "bandwidth" and metered.limit_bytes is not None:
+            return PlanUse(plan, metered.used_bytes, metered.limit_bytes, since)
+        if plan == "requests" and metered.quota_requests is not None:
+            return PlanUse(plan, metered.used_requests, metered.quota_requests, since)
     span = {
         "service_id": str(svc.service_id),
         "start": svc.current_period_start.isoformat(),
