@@ -15,8 +15,10 @@ from proxyplane.domains.operators.roles import ROLES, allowed
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import served
 from proxyplane.platform import Platform
-from proxyplane.storage.models import LedgerEntry
+from proxyplane.storage.models import LedgerEntry, Service
 from tests.domains.operators.helpers import make_operator
+from tests.domains.stock.support import fresh_stock
+from tests.gateway.test_store_static import buy
 from tests.support import Account, bearer
 
 pytestmark = pytest.mark.anyio
@@ -88,8 +90,15 @@ async def test_credit_once_per_key_audited_and_no_secret_anywhere(
 async def test_overview_equals_the_ledgers_sums(
     client: httpx.AsyncClient, platform: Platform, account: Account
 ) -> None:
+    await fresh_stock(platform, "proxy_personal", "US", 1)
+    bought = await buy(client, platform, account, "Dedicated IP", parameters={})  # a sale today
     _, _, key = await make_operator(platform, "viewer")
     data = (await client.get(f"{API}/overview", headers=bearer(key))).json()
+    assert (
+        data["revenue_today_cents"] > 0
+        and sum(data["active_services"].values()) >= 1
+        and bought["status"] == "active"
+    )
     now = datetime.fromisoformat(data["as_of"])
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     month, first = today.replace(day=1), today - timedelta(days=29)
@@ -107,3 +116,10 @@ async def test_overview_equals_the_ledgers_sums(
     assert data["revenue_30_days_cents"] == sum(c for at, c in sales if first <= at <= now)
     assert sum(d["cents"] for d in data["revenue_by_day"]) == data["revenue_30_days_cents"]
     assert len(data["revenue_by_day"]) == 30
+    async with platform.db.unit_of_work(write=False) as uow:
+        terms = (
+            await uow.session.execute(
+                select(Service.period_price_cents, Service.period_months).where(Service.status == "active")
+            )
+        ).all()
+    assert data["mrr_cents"] == sum(price // months for price, months in terms)

@@ -3,7 +3,8 @@ customer's page (never a secret: no password, no key hash, no proxy password), t
 
 Revenue is net sales: what customers spent from their wallets (every ledger entry that is not a deposit
 or an operator adjustment, sign flipped: a purchase debit counts, a refund credit takes it back), by UTC
-day. Deposits (cash in) are reported beside it."""
+day. Deposits (cash in) are reported beside it. MRR: each active service's term price over its months, summed
+(whole cents, rounded down per service)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from sqlalchemy import ColumnElement, String, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
-from proxyplane.storage.models import ApiKey, Customer, LedgerEntry, Service, ServiceIp, Ticket
+from proxyplane.storage.models import (
+    ApiKey,
+    Customer,
+    LedgerEntry,
+    Service,
+    ServiceIp,
+    Ticket,
+    WebhookDelivery,
+)
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections, UsageExitError
 from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from proxyplane.storage.models.operators import OperatorAudit
@@ -66,6 +75,15 @@ async def overview(session: AsyncSession, now: datetime | None = None) -> dict[s
     new_30 = await session.scalar(
         select(func.count()).select_from(Customer).where(Customer.created_at >= first_day)
     )
+    terms = await session.execute(
+        select(Service.period_price_cents, Service.period_months).where(Service.status == "active")
+    )
+    mrr = sum(int(price or 0) // max(1, int(months or 1)) for price, months in terms.all())
+    failed_30 = await session.scalar(
+        select(func.count())
+        .select_from(WebhookDelivery)
+        .where(WebhookDelivery.status == "failed", WebhookDelivery.next_attempt_at >= first_day)
+    )
     open_tickets = await session.scalar(
         select(func.count()).select_from(Ticket).where(Ticket.status != "closed")
     )
@@ -80,6 +98,8 @@ async def overview(session: AsyncSession, now: datetime | None = None) -> dict[s
         "new_customers_today": int(new_today or 0),
         "new_customers_30_days": int(new_30 or 0),
         "open_tickets": int(open_tickets or 0),
+        "mrr_cents": mrr,
+        "failed_webhook_deliveries_30_days": int(failed_30 or 0),
     }
 
 
