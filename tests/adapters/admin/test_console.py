@@ -175,3 +175,34 @@ async def test_stock_and_nodes_pages(client: httpx.AsyncClient, platform: Platfo
     assert stock.status_code == 200 and "proxy_isp" in stock.text
     nodes = await client.get("/admin/nodes")
     assert nodes.status_code == 200 and node_id in nodes.text and "7 open connections" in nodes.text
+
+
+async def test_sessions_listed_and_ended_from_the_console(
+    client: httpx.AsyncClient, platform: Platform
+) -> None:
+    email, secret = await sign_in(client, platform, "viewer")
+    other = httpx.AsyncClient(transport=client._transport, base_url="http://testserver")  # a second browser
+    async with other:
+        login = await other.get("/admin/login")
+        await other.post(
+            "/admin/login", data={"csrf": csrf(login.text), "email": email, "password": "console-password-1"}
+        )
+        code = await other.get("/admin/totp")
+        await other.post("/admin/totp", data={"csrf": csrf(code.text), "code": code_now(secret, 1)})
+        assert (await other.get("/admin/sessions")).status_code == 200
+        page = await client.get("/admin/sessions")
+        ids = re.findall(r'name="session_id" value="([0-9a-f]{64})"', page.text)
+        assert len(ids) == 2 and "this browser" in page.text
+        mine = re.search(r"this browser", page.text)
+        assert mine is not None
+        # end the other browser's session: the one not marked as this browser
+        current = page.text[: mine.start()].count(
+            'name="session_id"'
+        )  # sessions listed before "this browser"
+        others = [sid for i, sid in enumerate(ids) if i != current]
+        ended = await client.post(
+            "/admin/sessions/revoke", data={"csrf": csrf(page.text), "session_id": others[0]}
+        )
+        assert ended.status_code == 303
+        assert (await other.get("/admin/sessions")).headers["location"] == "/admin/login"
+        assert (await client.get("/admin/sessions")).status_code == 200
