@@ -1,7 +1,8 @@
 """The door -> handler table of docs/architecture.md, generated from the registry: for each registered
 operation, the REST route, the MCP tool, the legacy paths and the dashboard or CLI door that run it, and its
 handler (one hop from any URL, legacy path or tool name to the code). `python scripts/door_table.py
---write` refreshes the doc; tests/test_door_table.py fails when the doc and the registry disagree."""
+--write` refreshes the doc; tests/test_door_table.py fails when the doc and the registry disagree. The
+section opens with each door's count of operations: counts are generated, never typed."""
 
 from __future__ import annotations
 
@@ -51,8 +52,25 @@ def table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def counts() -> str:
+    """How many operations each door serves, counted from the registry (issue 30.7: such counts are
+    generated here, never typed in the docs)."""
+    from proxyplane.adapters.legacy.routes import ROUTES
+    from proxyplane.operations import REGISTRY
+    from proxyplane.ops import served
+
+    table()  # the legacy routes are declared when the router is built
+    others = ", ".join(
+        f"{door} {n}" for door in OTHER_DOORS if (n := sum(op.serves(door) for op in REGISTRY.values()))
+    )
+    return (
+        f"{len(REGISTRY)} operations: {len(served('rest'))} REST routes, {len(served('mcp'))} MCP tools, "
+        f"{len(ROUTES)} legacy routes; other doors: {others}.\n\n"
+    )
+
+
 def section() -> str:
-    return f"{START}\n{table()}{END}"
+    return f"{START}\n{counts()}{table()}{END}"
 
 
 def current() -> str:
