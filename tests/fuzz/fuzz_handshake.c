@@ -8,7 +8,8 @@
  * client hangs up before each answer), byte 1 = chunk size - 1, then the client bytes.
  * Checked beyond ASan/UBSan: the unconsumed bytes are always the tail of what the client sent, a handed-off
  * connection carries exactly those bytes, a CONNECT head fits max_head and was followed by CRLFCRLF, SOCKS5
- * fields are in range. Built and run by scripts/fuzz.sh (the engine's C files linked, Python embedded). */
+ * credentials and address/port are bytes the client sent, fields are in range. Built and run by
+ * scripts/fuzz.sh (the engine's C files linked, Python embedded). */
 #include "../../src/proxyplane/gateway/csrc/tunnels.h"
 
 #include <assert.h>
@@ -86,7 +87,13 @@ static void events(run_t *r) {
                 if (!r->done) answer(r, r->accept ? "\x05\x00" : "\x05\xff", 2, r->accept ? NEXT_REQUEST : 0);
             } else if (kind == EV_SOCKS_AUTH) {
                 PyObject *login = PyTuple_GET_ITEM(ev, 3), *password = PyTuple_GET_ITEM(ev, 4);
-                CHECK(PyBytes_GET_SIZE(login) <= 255 && PyBytes_GET_SIZE(password) <= 255);
+                size_t ul = (size_t)PyBytes_GET_SIZE(login), pl = (size_t)PyBytes_GET_SIZE(password);
+                CHECK(ul <= 255 && pl <= 255);
+                uint8_t msg[3 + 255 + 255] = {1, (uint8_t)ul}; /* the credentials are what the client sent */
+                memcpy(msg + 2, PyBytes_AS_STRING(login), ul);
+                msg[2 + ul] = (uint8_t)pl;
+                memcpy(msg + 3 + ul, PyBytes_AS_STRING(password), pl);
+                CHECK(memmem(r->sent, r->nsent, msg, 3 + ul + pl) != NULL);
                 if (!r->done) answer(r, r->accept ? "\x01\x00" : "\x01\x01", 2, r->accept ? NEXT_REQUEST : 0);
             } else if (kind == EV_SOCKS_REQUEST) {
                 int cmd = (int)PyLong_AsLong(PyTuple_GET_ITEM(ev, 2));
@@ -94,6 +101,21 @@ static void events(run_t *r) {
                 long port = PyLong_AsLong(PyTuple_GET_ITEM(ev, 5));
                 CHECK((cmd == 1 || cmd == 3) && (atyp == 1 || atyp == 3 || atyp == 4));
                 CHECK(port >= 0 && port <= 65535);
+                uint8_t msg[1 + 1 + 255 + 2] = {(uint8_t)atyp}; /* address and port as the client sent them */
+                size_t len;
+                PyObject *host = PyTuple_GET_ITEM(ev, 4);
+                if (atyp == 3) {
+                    len = (size_t)PyBytes_GET_SIZE(host);
+                    msg[1] = (uint8_t)len;
+                    memcpy(msg + 2, PyBytes_AS_STRING(host), len);
+                    len += 2;
+                } else {
+                    CHECK(inet_pton(atyp == 1 ? AF_INET : AF_INET6, PyUnicode_AsUTF8(host), msg + 1) == 1);
+                    len = atyp == 1 ? 5 : 17;
+                }
+                msg[len] = (uint8_t)(port >> 8);
+                msg[len + 1] = (uint8_t)port;
+                CHECK(memmem(r->sent, r->nsent, msg, len + 2) != NULL);
                 if (!r->done) answer(r, "\x05\x02\x00\x01\x00\x00\x00\x00\x00\x00", 10, NEXT_CLOSE);
             }
         }
