@@ -24,7 +24,7 @@ from tests.domains.stock.support import fresh_stock
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
-GB = 1024**3
+GB = 10**9  # decimal, as the plans are sold (core/units.py)
 
 
 async def buy_rotating(client: httpx.AsyncClient, platform: Platform) -> tuple[str, str]:
@@ -64,7 +64,7 @@ async def test_plan_use_and_proxy_urls(
 
     page = (await client.get(url)).text
     assert "0 IPs" not in page
-    assert 'id="plan-used">1.50 GB<' in page and "10.00 GB" in page and 'id="plan-left">8.50 GB<' in page
+    assert 'id="plan-used">1.5 GB<' in page and "10 GB a term" in page and 'id="plan-left">8.5 GB<' in page
     assert "15.0% used" in page
     assert f"http://{login}:••••••••@127.0.0.44:18080" in page
     assert f"socks5h://{login}:••••••••@127.0.0.44:11080" in page

@@ -1,6 +1,6 @@
-"""Dashboard sub-users section (issue 18): create one (its password and proxy line shown once, then only
-the login and a line without the password), its usage on the page, disable, a clear error in the section,
-delete; all through the real app and the sub-user operations."""
+"""Dashboard sub-users section (issue 18): create one (its password shown once; its proxy URLs, in the
+Copy buttons only, carry the real password: issue 30.9), its usage on the page in decimal units (30.11),
+disable, a clear error in the section, delete; all through the real app and the sub-user operations."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.domains.subusers.support import make_service
 from tests.support import Account
 
 pytestmark = pytest.mark.anyio
-MB = 1_048_576
+MB = 10**6  # decimal (core/units.py)
 
 
 def copies(page: str) -> list[str]:
@@ -48,7 +48,12 @@ async def test_create_copy_usage_disable_delete(client: httpx.AsyncClient, platf
 
     made = await follow(
         client,
-        await post_form(client, url, f"{url}/subusers", {"login": "scraper_1", "traffic_limit_mb": "10"}),
+        await post_form(
+            client,
+            url,
+            f"{url}/subusers",
+            {"login": "scraper_1", "traffic_limit": "10", "traffic_unit": "MB"},
+        ),
     )
     assert 'id="subuser-password"' in made.text
     async with platform.db.unit_of_work(write=False) as uow:
@@ -78,10 +83,16 @@ async def test_create_copy_usage_disable_delete(client: httpx.AsyncClient, platf
         await apply_usage(uow.session, platform.db.is_sqlite, [row], [])
         await uow.commit()
     again = await client.get(url)
-    assert password not in again.text  # not shown again
-    assert "scraper_1:PASSWORD@" in again.text
-    assert "3.0 MB, 7 req." in again.text  # used against the limit
-    assert "7 req., 3.0 MB" in again.text  # this window's usage of the sub-user
+    visible = again.text.split('data-copy="', 1)[0] + "".join(
+        part.split('"', 1)[1] for part in again.text.split('data-copy="')[1:]
+    )
+    assert password not in visible  # the password text is not shown again...
+    assert "PASSWORD" not in again.text and "scraper_1:••••••••@" in again.text
+    working = [c for c in copies(again.text) if c.startswith(("http://scraper_1:", "socks5h://scraper_1:"))]
+    assert len(working) == 2 and all(f"scraper_1:{password}@" in c for c in working)  # ...only copied
+    assert sub.traffic_limit_bytes == 10 * MB and ">10 MB<" in again.text  # the limit as typed
+    assert "3 MB, 7 req." in again.text  # used against the limit
+    assert "7 req., 3 MB" in again.text  # this window's usage of the sub-user
 
     action = f"{url}/subusers/{sub.subuser_id}"
     disabled = await follow(client, await post_form(client, url, action, {"do": "disable"}))

@@ -138,7 +138,7 @@ def add_operation(router: APIRouter, op: Operation) -> None:
         elif op.input is not None:
             values = {n: kwargs[n] for n in path_names}
             if payload is not None:
-                values.update(payload.model_dump(exclude_unset=False))
+                values.update(payload.model_dump(exclude_unset=True))  # a PATCH keeps what it omits
             try:
                 data = op.input.model_validate(values)
             except ValidationError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
 
 from proxyplane.adapters.web.base import HERE
 
@@ -28,6 +30,7 @@ def install_dashboard(app: FastAPI) -> None:
     )
 
     app.mount("/assets", StaticFiles(directory=HERE / "static"), name="web-assets")
+    app.add_route("/favicon.ico", favicon, methods=["GET", "HEAD"], include_in_schema=False)
     pages: set[str] = set()
     for module in (
         account,
@@ -49,3 +52,10 @@ def install_dashboard(app: FastAPI) -> None:
             r.path for r in module.router.routes if isinstance(r, APIRoute) and "GET" in (r.methods or ())
         )
     app.state.web_pages = frozenset(pages)
+
+
+async def favicon(request: Request) -> Response:
+    """/favicon.ico, which browsers ask for on every page of the app (the API docs and checkout too);
+    the dashboard's pages also link the SVG one."""
+    headers = {"Cache-Control": "public, max-age=86400"}
+    return FileResponse(HERE / "static" / "favicon.ico", media_type="image/x-icon", headers=headers)

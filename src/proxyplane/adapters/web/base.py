@@ -22,6 +22,7 @@ from proxyplane.adapters.web import sessions
 from proxyplane.core.errors import DomainError, ValidationFailed
 from proxyplane.core.product_names import humanize, product_name
 from proxyplane.core.scopes import ALL_SCOPES
+from proxyplane.core.units import format_bytes
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
@@ -63,6 +64,7 @@ env.filters["money"] = money
 env.filters["when"] = when
 env.filters["product"] = product_name
 env.filters["humanize"] = humanize
+env.filters["bytes"] = format_bytes  # the one byte-unit rule (core/units.py: decimal, 1 GB = 10**9)
 
 
 class LoginRequired(Exception):

@@ -41,6 +41,7 @@ async def _page(request: Request, request_id: uuid.UUID, status: int = 200, erro
         client_name=pending.client_name,
         client_id=pending.client_id,
         redirect_host=urlsplit(pending.redirect_uri).netloc or pending.redirect_uri,
+        client_host=urlsplit(pending.client_id).netloc if "://" in pending.client_id else "",
         scopes=[(s.value, SCOPE_HELP.get(s, ""), s.value in requested) for s in Scope],
         presets={k: label for k, (label, _) in PRESETS.items()},
         errors={"consent": error} if error else {},

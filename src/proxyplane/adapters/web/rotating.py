@@ -14,9 +14,7 @@ from starlette.requests import Request
 
 from proxyplane.adapters.web.service_extras import optional
 from proxyplane.core.clock import utcnow
-
-GB = 1024**3
-MB = 1024**2
+from proxyplane.core.units import format_bytes
 
 
 @dataclass(frozen=True)
@@ -37,9 +35,7 @@ class PlanUse:
     def amount(self, value: int) -> str:
         if self.plan == "requests":
             return f"{value:,} requests"
-        if value >= GB or value == 0:
-            return f"{value / GB:,.2f} GB"
-        return f"{value / MB:,.1f} MB"
+        return format_bytes(value)
 
 
 @dataclass(frozen=True)

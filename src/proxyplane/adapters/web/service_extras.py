@@ -29,6 +29,14 @@ async def optional(request: Request, name: str, data: dict[str, Any]) -> Any:
         return None
 
 
+def traffic_only(found: Any) -> list[Any]:
+    """The top destinations that carried something: a refusal before any relaying (wrong password, not
+    whitelisted) is metered against its destination with no request and no byte, and a SOCKS5 UDP refusal
+    has no host at all; neither is a destination worth a row (issue 30.15)."""
+    items = found.destinations if found is not None else []
+    return [d for d in items if d.host and (d.requests or d.bytes_total)]
+
+
 async def extras(request: Request, svc: Any, span: dict[str, Any]) -> dict[str, Any]:
     ref = {"service_id": str(svc.service_id)}
     rotating = svc.product_kind == "proxy_rotating"
@@ -37,7 +45,7 @@ async def extras(request: Request, svc: Any, span: dict[str, Any]) -> dict[str, 
         "rotating": rotating,
         "addons": await optional(request, "list_addons", ref),
         "addon_offers": await optional(request, "list_available_addons", ref) if live else None,
-        "destinations": await optional(request, "get_top_destinations", {**span, "limit": 8}),
+        "destinations": traffic_only(await optional(request, "get_top_destinations", {**span, "limit": 8})),
         "error_kinds": await optional(request, "get_usage_errors", span),
         "refresh": None,
         "add_countries": [],

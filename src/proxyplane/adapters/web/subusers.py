@@ -15,26 +15,33 @@ from proxyplane.adapters.web.base import WebRoute, form, redirect, require_login
 from proxyplane.adapters.web.forms import reveal
 from proxyplane.adapters.web.services import action, service_id, service_page
 from proxyplane.adapters.web.subuser_view import revealed_key
+from proxyplane.core.units import parse_amount
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
-MB = 1_048_576
 
 
 def _limits(data: dict[str, Any]) -> dict[str, Any] | str:
-    """Create form fields -> operation input (a message when a number is not one)."""
+    """Create form fields -> operation input (a message when a number is not one). The traffic limit is
+    a decimal amount of MB or GB (core/units.py: 1 GB = 10**9 bytes)."""
     body: dict[str, Any] = {}
-    login = str(data.get("login", "")).strip()
-    if login:
-        body["login"] = login
-    for name, scale in (("traffic_limit_mb", MB), ("traffic_limit_requests", 1), ("max_connections", 1)):
+    for field in ("login", "name"):
+        value = str(data.get(field, "")).strip()
+        if value:
+            body[field] = value
+    traffic = str(data.get("traffic_limit", "")).strip()
+    if traffic:
+        try:
+            body["traffic_limit_bytes"] = parse_amount(traffic, str(data.get("traffic_unit", "GB")))
+        except ValueError as exc:
+            return f"traffic limit: {exc}"
+    for name in ("traffic_limit_requests", "max_connections"):
         raw = str(data.get(name, "")).strip()
         if not raw:
             continue
         try:
-            value = int(raw)
+            body[name] = int(raw)
         except ValueError:
             return f"{name.replace('_', ' ')} must be a whole number"
-        body["traffic_limit_bytes" if name == "traffic_limit_mb" else name] = value * scale
     countries = [c.strip() for c in str(data.get("countries", "")).replace(";", ",").split(",") if c.strip()]
     if countries:
         body["countries"] = countries
@@ -58,7 +65,7 @@ async def create(request: Request) -> Response:
 
 @router.post("/services/{service_id}/subusers/{subuser_id}")
 async def change(request: Request) -> Response:
-    """One form per action: enable, disable, password (a new one, shown once), delete."""
+    """One form per action: enable, disable, rename, password (a new one, shown once), delete."""
     await require_login(request)
     data = await form(request)
     try:
@@ -69,6 +76,13 @@ async def change(request: Request) -> Response:
     if do in ("enable", "disable"):
         result = await action(request, "update_subuser", {**ref, "enabled": do == "enable"}, "subusers")
         message = f"Sub-user {getattr(result, 'login', '')} {do}d."
+    elif do == "rename":
+        name = str(data.get("name", "")).strip()
+        result = await action(request, "update_subuser", {**ref, "name": name}, "subusers")
+        login = getattr(result, "login", "")
+        message = (
+            f"Sub-user {login} is now called “{name}”." if name else f"Sub-user {login} has no name now."
+        )
     elif do == "password":
         result = await action(request, "rotate_subuser_password", ref, "subusers")
     elif do == "delete":

@@ -16,6 +16,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError
 from proxyplane.core.rotating_gateway import rotating_gateway
 from proxyplane.core.scopes import Scope
+from proxyplane.core.units import MB  # decimal, as everywhere (core/units.py)
 from proxyplane.domains.legacy.handlers import owned_service
 from proxyplane.domains.legacy.wire import Money, fail, legacy_get, timestamp
 from proxyplane.domains.proxy import service as proxy
@@ -27,7 +28,6 @@ from proxyplane.storage.models import Service
 from proxyplane.storage.models.gateway import StickySession
 
 STATS_DAYS = 30
-MB = 1024 * 1024
 
 
 class StickyRef(BaseModel):

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.rotating_gateway import STORED_KEY, without_stored_gateway
+from proxyplane.core.units import GB
 from proxyplane.domains.stock.service import StockLine, add_ips, expand_range
 from proxyplane.storage.models import CatalogProduct
 
@@ -92,7 +93,7 @@ DEMO_PRODUCTS: list[dict[str, Any]] = [
         "parameters_schema": {"type": "object", "properties": {}},
         "config": {
             "plan": "bandwidth",
-            "quota_bytes": 10 * 1024**3,
+            "quota_bytes": 10 * GB,  # decimal, as sold (core/units.py)
             "exit_pool": "proxy_datacenter",
             "quota_period": "month",  # the calendar month, UTC (issue 32)
             "gb_price_cents": 100,  # add_traffic's rate per GB

@@ -19,6 +19,7 @@ from proxyplane.storage.models import Service
 from proxyplane.storage.models.subusers import ServiceSubuser
 
 LOGIN = documented(pattern="^[a-z0-9_]{3,32}$")
+NAME_HELP = "your own label for the sub-user (who or what uses it), up to 64 characters; null: none"
 COUNTRIES = Field(
     default=None,
     max_length=250,
@@ -33,6 +34,17 @@ class ServiceRef(BaseModel):
 class SubuserRef(BaseModel):
     service_id: uuid.UUID
     subuser_id: uuid.UUID
+
+
+REVEAL = Field(default=False, description="include the password(s) in clear (as get_proxy_auth's reveal)")
+
+
+class SubuserListQuery(ServiceRef):
+    reveal: bool = REVEAL
+
+
+class SubuserQuery(SubuserRef):
+    reveal: bool = REVEAL
 
 
 class LimitsIn(BaseModel):
@@ -55,12 +67,14 @@ class SubuserIn(LimitsIn):
     login: str | None = Field(
         default=None, description="3-32 of a-z, 0-9, _ (generated when absent)", json_schema_extra=LOGIN
     )
+    name: str | None = Field(default=None, min_length=1, max_length=64, description=NAME_HELP)
 
 
 class SubuserPatch(LimitsIn):
     service_id: uuid.UUID
     subuser_id: uuid.UUID
     login: str | None = Field(default=None, description="new login", json_schema_extra=LOGIN)
+    name: str | None = Field(default=None, max_length=64, description=NAME_HELP + " (empty: none)")
     reset_usage: bool = Field(
         default=False, strict=True, description="zero used_bytes / used_requests (a new allowance)"
     )
@@ -77,7 +91,10 @@ class SubuserOut(BaseModel):
     subuser_id: uuid.UUID
     service_id: uuid.UUID
     login: str
-    password: str = Field(description="masked, except in the response that created or rotated it (once)")
+    name: str | None = Field(description="the customer's label; null: none")
+    password: str = Field(
+        description="masked, except in the response that created or rotated it (once) or with reveal=true"
+    )
     password_revealed: bool
     enabled: bool
     traffic_limit_bytes: int | None
@@ -110,6 +127,7 @@ def out(sub: ServiceSubuser, whitelist: list[str], password: str | None = None) 
         subuser_id=sub.subuser_id,
         service_id=sub.service_id,
         login=sub.login,
+        name=sub.name,
         password=password if password is not None else MASK,
         password_revealed=password is not None,
         enabled=sub.enabled,
@@ -132,7 +150,7 @@ async def owned(ctx: Context, service_id: uuid.UUID) -> Service:
 
 
 async def owned_subuser(
-    ctx: Context, data: SubuserRef | SubuserPatch | SubuserWhitelistIn
+    ctx: Context, data: SubuserRef | SubuserQuery | SubuserPatch | SubuserWhitelistIn
 ) -> tuple[Service, ServiceSubuser]:
     svc = await owned(ctx, data.service_id)
     return svc, await subusers.get_owned(ctx.session, svc, data.subuser_id)
@@ -143,21 +161,26 @@ async def record(ctx: Context, sub: ServiceSubuser, password: str | None = None)
     return out(sub, (await subusers.whitelists(ctx.session, [sub.id]))[sub.id], password)
 
 
-async def list_subusers(ctx: Context, data: ServiceRef) -> SubuserList:
+def revealed(ctx: Context, sub: ServiceSubuser, reveal: bool) -> str | None:
+    return ctx.platform.secrets.decrypt(sub.password_enc) if reveal else None
+
+
+async def list_subusers(ctx: Context, data: SubuserListQuery) -> SubuserList:
     svc = await owned(ctx, data.service_id)
     subs = await subusers.list_for_service(ctx.session, svc.service_id)
     wl = await subusers.whitelists(ctx.session, [s.id for s in subs])
-    return SubuserList(service_id=svc.service_id, items=[out(s, wl[s.id]) for s in subs])
+    items = [out(s, wl[s.id], revealed(ctx, s, data.reveal)) for s in subs]
+    return SubuserList(service_id=svc.service_id, items=items)
 
 
-async def get_subuser(ctx: Context, data: SubuserRef) -> SubuserOut:
+async def get_subuser(ctx: Context, data: SubuserQuery) -> SubuserOut:
     _svc, sub = await owned_subuser(ctx, data)
-    return await record(ctx, sub)
+    return await record(ctx, sub, revealed(ctx, sub, data.reveal))
 
 
 async def create_subuser(ctx: Context, data: SubuserIn) -> SubuserOut:
     svc = await owned(ctx, data.service_id)
-    fields = data.model_dump(include=set(LimitsIn.model_fields) & data.model_fields_set)
+    fields = data.model_dump(include=(set(LimitsIn.model_fields) | {"name"}) & data.model_fields_set)
     sub, password = await subusers.create(ctx.session, ctx.platform.secrets, svc, data.login, fields)
     emit_changed(ctx, svc.service_id)
     return await record(ctx, sub, password)
@@ -165,7 +188,9 @@ async def create_subuser(ctx: Context, data: SubuserIn) -> SubuserOut:
 
 async def update_subuser(ctx: Context, data: SubuserPatch) -> SubuserOut:
     svc, sub = await owned_subuser(ctx, data)
-    changes = data.model_dump(include=(set(LimitsIn.model_fields) | {"login"}) & data.model_fields_set)
+    changes = data.model_dump(
+        include=(set(LimitsIn.model_fields) | {"login", "name"}) & data.model_fields_set
+    )
     if changes.get("enabled") is None:
         changes.pop("enabled", None)
     if "login" in changes and changes["login"] is None:
@@ -210,11 +235,12 @@ TAGS = ("subusers",)
 register(
     Operation(
         name="list_subusers",
-        summary="Sub-users of a service: logins of its own with limits, whitelist and usage.",
+        summary="Sub-users of a service: logins of its own with names, limits, whitelist and usage "
+        "(passwords masked unless reveal=true).",
         method="GET",
         path=BASE,
         handler=list_subusers,
-        input=ServiceRef,
+        input=SubuserListQuery,
         output=SubuserList,
         scopes=READ,
         tags=TAGS,
@@ -222,8 +248,9 @@ register(
     Operation(
         name="create_subuser",
         extra=declares(Conflict),
-        summary="Create a sub-user (login generated when absent); its password is shown once, in this "
-        "response. Limits: traffic (the plan's unit), connections (at most the service's), countries.",
+        summary="Create a sub-user (login generated when absent, optional name); its password is shown "
+        "in this response. Limits: traffic (the plan's unit), connections (at most the service's), "
+        "countries.",
         method="POST",
         path=BASE,
         handler=create_subuser,
@@ -236,11 +263,11 @@ register(
     ),
     Operation(
         name="get_subuser",
-        summary="One sub-user (password masked).",
+        summary="One sub-user (password masked unless reveal=true).",
         method="GET",
         path=ONE,
         handler=get_subuser,
-        input=SubuserRef,
+        input=SubuserQuery,
         output=SubuserOut,
         scopes=READ,
         tags=TAGS,
@@ -248,8 +275,8 @@ register(
     Operation(
         name="update_subuser",
         extra=declares(Conflict),
-        summary="Change a sub-user: enabled, login, limits (null clears one), countries; reset_usage=true "
-        "zeroes its usage. A limit raised above the usage lets it through again.",
+        summary="Change a sub-user: enabled, login, name, limits (null clears one), countries; "
+        "reset_usage=true zeroes its usage. A limit raised above the usage lets it through again.",
         method="PATCH",
         path=ONE,
         handler=update_subuser,

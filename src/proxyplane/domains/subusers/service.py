@@ -139,6 +139,12 @@ def check_limits(svc: Service, changes: dict[str, Any]) -> None:
         )
 
 
+def clean_name(name: str | None) -> str | None:
+    """A sub-user's label: surrounding blanks dropped; empty means none."""
+    name = (name or "").strip()
+    return name or None
+
+
 def clean_countries(countries: list[str] | None) -> list[str] | None:
     if not countries:
         return None
@@ -192,7 +198,9 @@ async def create(
     )
     if int(count.scalar_one()) >= MAX_PER_SERVICE:
         raise Conflict(f"a service has at most {MAX_PER_SERVICE} sub-users; delete one first")
-    fields = dict(fields, countries=clean_countries(fields.get("countries")))
+    fields = dict(
+        fields, countries=clean_countries(fields.get("countries")), name=clean_name(fields.get("name"))
+    )
     check_limits(svc, fields)
     await check_countries(session, svc, fields["countries"])
     if login is None:
@@ -205,6 +213,7 @@ async def create(
     sub = ServiceSubuser(
         service_id=svc.service_id,
         login=login,
+        name=fields["name"],
         password_enc=box.encrypt(password),
         enabled=fields.get("enabled", True),
         traffic_limit_bytes=fields.get("traffic_limit_bytes"),
@@ -228,6 +237,8 @@ async def update(
     """Apply the present fields of `changes` (None clears a limit or the countries)."""
     if "countries" in changes:
         changes["countries"] = clean_countries(changes["countries"])
+    if "name" in changes:
+        changes["name"] = clean_name(changes["name"])
     check_limits(svc, changes)
     if "countries" in changes:
         await check_countries(session, svc, changes["countries"])

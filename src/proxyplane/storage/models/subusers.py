@@ -1,7 +1,8 @@
 """Sub-users of a service (issue 18): a customer splits a service among its own users, each with a login,
 optional whitelist entries, limits and allowed countries; and what the gateway metered per sub-user.
 
-- `service_subusers`: `id` is the internal key (usage rows, whitelist), `subuser_id` the public id.
+- `service_subusers`: `id` is the internal key (usage rows, whitelist), `subuser_id` the public id;
+  `name` an optional label of the customer's (issue 30.11).
   `login` is unique among sub-users AND must not equal any `services.login` (the domain checks both ways).
   `used_bytes` / `used_requests` are the metered totals against the limits; `limit_reached` is set by the
   metering when a limit is crossed (the gateway refuses the sub-user then); `notified_pct` is the highest
@@ -38,6 +39,7 @@ class ServiceSubuser(Base):
         ForeignKey("services.service_id", ondelete="CASCADE"), index=True
     )
     login: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the customer's label (0027)
     password_enc: Mapped[str] = mapped_column(String(500))  # platform.secrets (SecretBox) ciphertext
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     traffic_limit_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
