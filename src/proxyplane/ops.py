@@ -14,12 +14,9 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-from sqlalchemy import JSON, Dialect, Table, TypeDecorator, bindparam, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import (
@@ -33,10 +30,8 @@ from proxyplane.core.errors import (
 from proxyplane.core.text_input import forbid_nul
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.observability.metrics import observed
-from proxyplane.storage import transaction
-from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import UnitOfWork
-from proxyplane.storage.models import IdempotencyRecord
+from proxyplane.storage.repos import idempotency
 
 if TYPE_CHECKING:
     from proxyplane.platform import Platform
@@ -206,15 +201,7 @@ def _request_hash(data: BaseModel | None) -> str:
 async def _replay(
     uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str, stored: bool = True
 ) -> Any:
-    row = (
-        await uow.session.execute(
-            select(IdempotencyRecord).where(
-                IdempotencyRecord.customer_id == customer_id,
-                IdempotencyRecord.operation == op.name,
-                IdempotencyRecord.key == key,
-            )
-        )
-    ).scalar_one_or_none()
+    row = await idempotency.find(uow.session, customer_id, op.name, key)
     if row is None:
         return None
     if row.request_hash != req_hash:
@@ -331,54 +318,6 @@ def dumped_json(result: Any) -> str | None:
     return found[1] if found is not None and found[0] is result else None
 
 
-class _JsonText(TypeDecorator[str]):
-    """A JSON column's value bound as JSON text already serialized: no second serialization."""
-
-    impl = JSON
-    cache_ok = True
-
-    def bind_processor(self, dialect: Dialect) -> None:
-        return None
-
-
-# built once (cache key memoized, nothing to construct per call); the values are bound at execution
-_RECORDS = cast(Table, IdempotencyRecord.__table__)
-# and run on the driver connection (storage/driver.py: every keyed call runs both)
-_CLAIM: dict[str, DriverStatement] = {
-    "postgresql": DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id)),
-    "sqlite": DriverStatement(sqlite_insert(_RECORDS).on_conflict_do_nothing().returning(_RECORDS.c.id)),
-}
-# PostgreSQL, as the transaction's first statement: sent with its BEGIN (the command status tells)
-_CLAIM_WITH_BEGIN = DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing())
-_STORE_RESPONSE = DriverStatement(  # by the record's unique key; on PostgreSQL sent with the COMMIT
-    update(_RECORDS)
-    .where(
-        _RECORDS.c.customer_id == bindparam("record_customer"),
-        _RECORDS.c.operation == bindparam("record_operation"),
-        _RECORDS.c.key == bindparam("record_key"),
-    )
-    .values(response=bindparam("response", type_=_JsonText()))
-)
-
-
-async def _claim(uow: UnitOfWork, op: Operation, customer_id: int, key: str, req_hash: str) -> bool:
-    """Insert the key's record (one statement); False when it exists already. A concurrent duplicate on
-    PostgreSQL waits here for the first one's commit (or rollback, and then claims the key itself).
-    On PostgreSQL the transaction's first statement goes with its BEGIN (one round trip)."""
-    values = {
-        "customer_id": customer_id,
-        "operation": op.name,
-        "key": key,
-        "request_hash": req_hash,
-        "response": {},
-        "created_at": utcnow(),
-    }
-    status = await transaction.begin_with(uow.session, _CLAIM_WITH_BEGIN, values)
-    if status is not None:
-        return status == "INSERT 0 1"
-    return await _CLAIM[uow.dialect].scalar(uow.session, values) is not None
-
-
 async def _invoke_keyed(
     platform: Platform,
     op: Operation,
@@ -396,7 +335,8 @@ async def _invoke_keyed(
     # lean (PostgreSQL): no AsyncSession unless the operation uses the ORM (storage/driver.LeanSession)
     async with platform.db.unit_of_work(write=True, lean=True) as uow:
         use_due = last_use_due(platform.db, caller.key_id, caller.client_ip, used)
-        claimed = await _claim(uow, op, caller.customer_id, key, req_hash)  # on PostgreSQL with its BEGIN
+        # on PostgreSQL with its BEGIN (storage/repos/idempotency.py)
+        claimed = await idempotency.claim(uow.session, caller.customer_id, op.name, key, req_hash)
         if use_due:  # after the claim, so that the claim still goes with the BEGIN (one round trip)
             await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
         if not claimed:
@@ -414,13 +354,7 @@ async def _invoke_keyed(
             response = result.model_dump_json() if isinstance(result, BaseModel) else "{}"
             if isinstance(result, BaseModel) and _dump_is_by_alias(type(result)):
                 _DUMPED.set((result, response))  # the REST door's body: the same text (dumped_json)
-            record = {
-                "record_customer": caller.customer_id,
-                "record_operation": op.name,
-                "record_key": key,
-                "response": response,
-            }
-            await uow.commit_with(_STORE_RESPONSE, record, final=True)
+            await idempotency.store_and_commit(uow, caller.customer_id, op.name, key, response, final=True)
         else:
             await uow.commit(final=True)
         return result

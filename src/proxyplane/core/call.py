@@ -21,6 +21,8 @@ class CallContext:
     spending_key: Any = None  # the calling API key's id (spending caps, domains/apikeys/caps.py)
     debited_cents: int = 0  # cents taken from the wallet in this transaction
     changed_services: list[uuid.UUID] = field(default_factory=list)  # entitlements changed, to signal
+    # per open savepoint: `debited_cents` when it was opened (storage/repos/savepoints.py restores it)
+    savepoint_marks: dict[str, int] = field(default_factory=dict)
 
     def attach(self, session: Any) -> None:
         session.info[_BRIDGE] = self

@@ -2,7 +2,8 @@
 its own transaction. Orders that fill or free IPs add delta rows (one per IP of a dedicated pool), so
 readers would sum more and more rows: a background task of the job worker (`proxyplane serve` and
 `proxyplane worker`) folds every second once there are more than FOLD_ABOVE rows, and the renewal job's
-pass folds whatever is left every minute. Several folders at once are safe (see free_counts.fold)."""
+pass folds whatever is left every minute. Several folders at once are safe (see
+storage/repos/stock_free.fold)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from collections.abc import AsyncIterator
 
 from sqlalchemy import func, select
 
-from proxyplane.domains.stock.free_counts import fold
 from proxyplane.jobs.background import background
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.stock_free import StockFree
+from proxyplane.storage.repos import stock_free
 
 log = logging.getLogger("proxyplane.stock")
 FOLD_ABOVE = 256  # rows: a reader's sum stays well under a millisecond
@@ -27,13 +28,10 @@ async def fold_free_counts(db: Database) -> int:
     """The number of delta rows there were before the fold. PostgreSQL: a fold of many rows is followed
     by a VACUUM of the (small) table, so readers do not wade through the dead rows until autovacuum."""
     async with db.unit_of_work() as uow:
-        postgres = uow.dialect == "postgresql"
-        before = await fold(uow.session, postgres=postgres)
+        before = await stock_free.fold(uow.session)
         await uow.commit()
-    if postgres and before > FOLD_ABOVE:
-        async with db.engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.exec_driver_sql("VACUUM stock_free")
+    if before > FOLD_ABOVE:
+        await stock_free.vacuum(db)
     return before
 
 

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.call import call_context
@@ -42,14 +42,13 @@ from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import COUNTRIES
 from proxyplane.domains.wallet import service as wallet
-from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Deposit, Service, Wallet
 from proxyplane.storage.models.prefixes import IPV6_KIND
+from proxyplane.storage.repos import orders as order_statements
+from proxyplane.storage.repos import savepoints
+from proxyplane.storage.repos import services as service_rows
 
 PLACE_SAVEPOINT = "order_place"
-# built once: statement objects reused on every order skip their construction and cache-key work
-_SAVEPOINT = DriverStatement(text(f"SAVEPOINT {PLACE_SAVEPOINT}"))  # on the driver (storage/driver.py)
-_ROLLBACK_TO_SAVEPOINT = DriverStatement(text(f"ROLLBACK TO SAVEPOINT {PLACE_SAVEPOINT}"))
 
 
 class OrderBelowMinimum(ValidationFailed):
@@ -111,8 +110,9 @@ def _out_of_stock(
 def _new_service(
     box: SecretBox, customer_id: int, quote: Quote, geo_source: str, included: int, password: str
 ) -> Service:
-    """The order's service row as a transient Service (never added to the session: rows.py writes it),
-    every column given, set in its __dict__ as the ORM's loading does (no per-attribute events)."""
+    """The order's service row as a transient Service (never added to the session: storage/repos/
+    services.py writes it), every column given, set in its __dict__ as the ORM's loading does (no
+    per-attribute events)."""
     now = utcnow()
     svc = _NEW_SERVICE()
     svc.__dict__.update(
@@ -157,7 +157,7 @@ def _settle(svc: Service, paid: int) -> None:
 
 
 async def _from_wallet(
-    session: AsyncSession, customer_id: int, total: int, use_balance: bool, balance_only: bool, postgres: bool
+    session: AsyncSession, customer_id: int, total: int, use_balance: bool, balance_only: bool
 ) -> wallet.Withdrawal | None:
     if total <= 0:
         return None
@@ -177,7 +177,7 @@ async def _from_wallet(
                 )
         return None
     try:
-        return await wallet.withdraw(session, customer_id, total, up_to=not balance_only, postgres=postgres)
+        return await wallet.withdraw(session, customer_id, total, up_to=not balance_only)
     except InsufficientBalance as exc:
         have = int(exc.extra.get("balance_cents", 0))
         raise InsufficientBalance(
@@ -227,9 +227,10 @@ async def place_order(
     ips: list[Allocated] | None = None
     recorded = False  # the invoice, ledger entry and events already written (paid_in_full)
     in_full = use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND
+    in_full = in_full and order_statements.available(session)  # the lean PostgreSQL statement
     if postgres and not in_full:
-        await _SAVEPOINT.rows(session)
-    elif postgres:  # paid in full as the context read saw the balance: one statement (paid_in_full.py)
+        await savepoints.open_savepoint(session, PLACE_SAVEPOINT)
+    elif in_full:  # paid in full as the context read saw the balance: one statement (paid_in_full.py)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
         _settle(svc, total)
         # the invoice, ledger entry, events and deliveries in the same statement unless the key's
@@ -247,32 +248,32 @@ async def place_order(
             savepoint=PLACE_SAVEPOINT,  # opened by place, with its generic plan setting: one round trip
         )
         if placed is None:  # a concurrent debit came first: nothing written, back to the general path
-            await _ROLLBACK_TO_SAVEPOINT.rows(session)
+            await savepoints.rollback_to(session, PLACE_SAVEPOINT)
         else:
             taken, ips = wallet.Withdrawal(total, placed[0]), placed[1]
             recorded = with_records and not alloc.shortfall(lines, ips)
     if ips is None:
-        taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
+        taken = await _from_wallet(session, customer_id, total, use_balance, balance_only)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
         _settle(svc, taken.cents if taken else 0)
-        await rows.insert_service(session, svc, wl, postgres)
+        await service_rows.insert_service(session, svc, wl)
         ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
     missing = alloc.shortfall(lines, ips)
     if missing and postgres:
         # rows with room held by concurrent orders (or no stock): start again from the savepoint, this
         # time stock first (waiting in id order), then the wallet, so no two orders wait in a cycle
-        await _ROLLBACK_TO_SAVEPOINT.rows(session)
+        await savepoints.rollback_to(session, PLACE_SAVEPOINT)
         await services.expire_due(session)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
-        await rows.insert_service(session, svc, wl, postgres)
+        await service_rows.insert_service(session, svc, wl)
         ips, missing = await alloc.take_waiting(
             session, svc.service_id, product_kind, geo_source, lines, postgres=True
         )
         if missing:
             raise _out_of_stock(product_kind, geo_source, lines, missing)
-        taken = await _from_wallet(session, customer_id, total, use_balance, balance_only, postgres)
+        taken = await _from_wallet(session, customer_id, total, use_balance, balance_only)
         _settle(svc, taken.cents if taken else 0)
-        await rows.update_service(session, svc, *_SETTLED)
+        await service_rows.update_service(session, svc, *_SETTLED)
     elif missing:  # SQLite (one writer): free the IPs of services whose term is over, then try again
         await services.expire_due(session)
         more, missing = await alloc.take_waiting(
@@ -302,11 +303,9 @@ async def place_order(
             f"order:{svc.service_id}:{idempotency_key}"[:200],
         )
         svc.deposit_id = deposit.id
-        await rows.update_service(session, svc, "deposit_id")
-    if recorded:
-        call_context(session).debited_cents += total  # the price guard's count, as record_withdrawal's
-    else:
-        await rows.record(session, ctx, svc, quote, taken, due, payment_method, postgres)
+        await service_rows.update_service(session, svc, "deposit_id")
+    if not recorded:  # (recorded: the statement wrote them, and the repository counted the debit)
+        await rows.record(session, ctx, svc, quote, taken, due, payment_method)
     availability = {country: count for country, count in lines}  # the order took them all
     priced = Priced(quote, (), availability, included)
     return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -29,6 +29,8 @@ from proxyplane.domains.stock.free_counts import free_counts
 from proxyplane.storage.models import ServiceIp, StockIp
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
+from proxyplane.storage.repos import savepoints
+from proxyplane.storage.rowcount import rowcount
 
 SOLD_KINDS: tuple[str, ...] = (*POOL_KINDS, IPV6_KIND)  # sold per IP, or per subnet (IPv6, issue 16)
 
@@ -104,12 +106,12 @@ async def allocate(
         return await take_subnets(session, service_id, geo_source, segments, postgres=postgres)
     excl = frozenset(exclude or ())
     if postgres:
-        await session.execute(text(f"SAVEPOINT {SAVEPOINT}"))
+        await savepoints.open_savepoint(session, SAVEPOINT)
     got = await take(session, service_id, product_kind, geo_source, segments, postgres=postgres, exclude=excl)
     missing = shortfall(segments, got)
     if missing:
         if postgres:  # wait for rows other orders hold, holding none out of id order ourselves
-            await session.execute(text(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
+            await savepoints.rollback_to(session, SAVEPOINT)
             got, missing = [], [(c, n) for c, n in segments if n > 0]
         more, missing = await take_waiting(
             session,
@@ -170,7 +172,7 @@ async def release(session: AsyncSession, service_id: uuid.UUID, product_kind: st
         .where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
         .values(released_at=utcnow())
     )
-    return int(freed.rowcount or 0)  # type: ignore[attr-defined]
+    return rowcount(freed)
 
 
 # --- operator: import, add a range, retire ------------------------------------------------------
@@ -274,7 +276,7 @@ async def retire_ips(session: AsyncSession, addresses: Iterable[str]) -> int:
         .where(StockIp.address.in_(wanted), StockIp.retired_at.is_(None))
         .values(retired_at=utcnow())
     )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return rowcount(result)
 
 
 async def pool_summary(session: AsyncSession) -> list[dict[str, object]]:

@@ -5,29 +5,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import cast
 
-from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.core.call import call_context
-from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.domains.apikeys import caps
 from proxyplane.domains.events.service import after_debit
 from proxyplane.domains.events.wallet import ledger_entry_added
 from proxyplane.domains.wallet.ledger import ledger_page
-from proxyplane.storage.driver import DriverStatement
-from proxyplane.storage.models import LedgerEntry, Wallet
-
-# the newest ledger entry of a customer, on the (customer_id, id) index: one probe whatever the ledger size
-_LEDGER = cast(Table, LedgerEntry.__table__)
-_NEWEST_BALANCE = DriverStatement(
-    select(_LEDGER.c.balance_after_cents)
-    .where(_LEDGER.c.customer_id == bindparam("cid"))
-    .order_by(_LEDGER.c.id.desc())
-    .limit(1)
-)
+from proxyplane.storage.models import LedgerEntry
+from proxyplane.storage.repos import wallet as repo
 
 
 async def balance(session: AsyncSession, customer_id: int) -> int:
@@ -37,14 +24,7 @@ async def balance(session: AsyncSession, customer_id: int) -> int:
     `record_withdrawal`), and a customer's entries are serialized by that row's lock, so the newest one
     equals the sum of all amounts (tests/domains/wallet/test_balance.py checks it; bench/platform.py
     checks the ledger sums to every balance). No entry yet: 0."""
-    newest = await _NEWEST_BALANCE.scalar(session, {"cid": customer_id})
-    return int(newest or 0)
-
-
-async def _ensure_wallet(session: AsyncSession, customer_id: int) -> None:
-    if await session.get(Wallet, customer_id) is None:
-        session.add(Wallet(customer_id=customer_id, balance_cents=0))
-        await session.flush()
+    return await repo.newest_balance(session, customer_id)
 
 
 async def credit(
@@ -60,15 +40,8 @@ async def credit(
 ) -> LedgerEntry:
     if cents <= 0:
         raise ValidationFailed("a credit must be a positive number of cents", field="cents")
-    await _ensure_wallet(session, customer_id)
-    new_balance = (
-        await session.execute(
-            update(Wallet)
-            .where(Wallet.customer_id == customer_id)
-            .values(balance_cents=Wallet.balance_cents + cents)
-            .returning(Wallet.balance_cents)
-        )
-    ).scalar_one()
+    await repo.ensure_wallet(session, customer_id)
+    new_balance = await repo.add(session, customer_id, cents)
     return await _append(
         session, customer_id, cents, new_balance, kind, description, service_id, invoice_id, deposit_id
     )
@@ -88,12 +61,11 @@ async def debit(
     if cents <= 0:
         raise ValidationFailed("a debit must be a positive number of cents", field="cents")
     await caps.charge(session, cents)  # the calling API key's spending cap, if it has one
-    await _ensure_wallet(session, customer_id)
-    new_balance = await _take(session, customer_id, cents)
+    await repo.ensure_wallet(session, customer_id)
+    new_balance = await repo.take(session, customer_id, cents)
     if new_balance is None:
         raise await _insufficient(session, customer_id, cents)
-    call_context(session).debited_cents += cents  # invoke() checks its money guard before commit
-    return await _append(
+    return await _append(  # the repository counts the debit for invoke()'s money guard
         session, customer_id, -cents, new_balance, kind, description, service_id, invoice_id, None
     )
 
@@ -106,19 +78,16 @@ class Withdrawal:
     balance_after_cents: int
 
 
-async def withdraw(
-    session: AsyncSession, customer_id: int, cents: int, *, up_to: bool = False, postgres: bool = False
-) -> Withdrawal:
+async def withdraw(session: AsyncSession, customer_id: int, cents: int, *, up_to: bool = False) -> Withdrawal:
     """The balance half of a debit, for a purchase path that writes its ledger entry later in the same
     transaction (`record_withdrawal`, which must follow). Takes all of `cents` in one guarded UPDATE, or
     raises InsufficientBalance; with `up_to`, takes as much as there is (possibly 0) instead."""
     taken = cents
-    new_balance = await _take(session, customer_id, cents)
+    new_balance = await repo.take(session, customer_id, cents)
     if new_balance is None and up_to:
-        q = select(Wallet.balance_cents).where(Wallet.customer_id == customer_id)
-        have = int((await session.scalar(q.with_for_update() if postgres else q)) or 0)
+        have = await repo.locked_balance(session, customer_id)
         taken = min(have, cents)
-        new_balance = have if taken <= 0 else await _take(session, customer_id, taken)
+        new_balance = have if taken <= 0 else await repo.take(session, customer_id, taken)
     if new_balance is None:
         raise await _insufficient(session, customer_id, cents)
     return Withdrawal(max(taken, 0), int(new_balance))
@@ -131,26 +100,6 @@ async def _insufficient(session: AsyncSession, customer_id: int, cents: int) -> 
         required_cents=cents,
         balance_cents=have,
     )
-
-
-# the guarded debit, a Core statement built once (every purchase runs it: nothing to construct, key or
-# synchronize per call; no code reads a loaded Wallet object's balance, only `_ensure_wallet` loads one)
-_WALLETS = cast(Table, Wallet.__table__)
-_TAKE = DriverStatement(  # run on the driver connection (storage/driver.py)
-    update(_WALLETS)
-    .where(_WALLETS.c.customer_id == bindparam("cid"), _WALLETS.c.balance_cents >= bindparam("cents"))
-    .values(balance_cents=_WALLETS.c.balance_cents - bindparam("cents"))
-    .returning(_WALLETS.c.balance_cents)
-)
-
-# a purchase's ledger entry: one Core INSERT (no ORM unit of work; `seq` is set by the database trigger)
-_ADD_ENTRY = DriverStatement(insert(cast(Table, LedgerEntry.__table__)))
-
-
-async def _take(session: AsyncSession, customer_id: int, cents: int) -> int | None:
-    """Take all of ``cents`` in one guarded UPDATE: the new balance, or None when there is not enough."""
-    taken = await _TAKE.scalar(session, {"cid": customer_id, "cents": cents})
-    return None if taken is None else int(taken)
 
 
 async def record_withdrawal(
@@ -172,20 +121,15 @@ async def record_withdrawal(
         return
     if capped_key:
         await caps.charge(session, taken.cents)
-    call_context(session).debited_cents += taken.cents
-    await _ADD_ENTRY.rows(
+    await repo.add_debit_entry(  # counted there for the price guard
         session,
-        {
-            "customer_id": customer_id,
-            "amount_cents": -taken.cents,
-            "balance_after_cents": taken.balance_after_cents,
-            "kind": kind,
-            "description": description[:500],
-            "service_id": service_id,
-            "invoice_id": invoice_id,
-            "deposit_id": None,
-            "created_at": utcnow(),
-        },
+        customer_id,
+        taken.cents,
+        taken.balance_after_cents,
+        kind,
+        description,
+        service_id,
+        invoice_id,
     )
     await after_debit(
         session,
@@ -207,18 +151,9 @@ async def _append(
     invoice_id: str | None,
     deposit_id: uuid.UUID | None,
 ) -> LedgerEntry:
-    entry = LedgerEntry(
-        customer_id=customer_id,
-        amount_cents=amount,
-        balance_after_cents=balance_after,
-        kind=kind,
-        description=description[:500],
-        service_id=service_id,
-        invoice_id=invoice_id,
-        deposit_id=deposit_id,
+    entry = await repo.add_entry(
+        session, customer_id, amount, balance_after, kind, description, service_id, invoice_id, deposit_id
     )
-    session.add(entry)
-    await session.flush()
     await ledger_entry_added(session, entry)
     return entry
 

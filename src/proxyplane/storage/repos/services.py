@@ -1,0 +1,118 @@
+"""An order's writes of `services` and `service_whitelist` (issue 31: moved from domains/orders/rows.py).
+
+The service row never enters the ORM session: the order's Service object stays transient (the result's
+view of the row, read by the response), so the commit has nothing to walk; what changes the row later in
+the order (the deposit of a checkout, the settlement of the waiting path) writes it with `update_service`.
+PostgreSQL, lean (storage/engine_choice.py): the row and its whitelist in one statement; plain (SQLite, or
+the lean forms off): the service INSERT, then the whitelist in one executemany. Every statement is built
+once per process and run on the driver connection (storage/driver.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, Uuid, bindparam, insert, text, update
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.engine_choice import lean
+from proxyplane.storage.models import Service, ServiceWhitelist
+from proxyplane.storage.types import UTCDateTime
+
+_SERVICES = cast(Table, Service.__table__)
+COLUMNS = [c for c in _SERVICES.columns if c.key != "number"]  # every column the INSERT names
+_PG = postgresql.dialect()  # type: ignore[no-untyped-call]
+
+# plain: the service row, then its whitelist in one executemany
+_INSERT_SERVICE = DriverStatement(insert(_SERVICES).returning(_SERVICES.c.number))
+_INSERT_WHITELIST = DriverStatement(insert(cast(Table, ServiceWhitelist.__table__)))
+
+
+def _whitelist_cte(name: str, sources: str, now: str) -> str:
+    return (
+        f"{name} AS (INSERT INTO service_whitelist (service_id, ip, created_at)"
+        f" SELECT CAST(:service_id AS UUID), x.ip, {now}"
+        f" FROM {sources}unnest(CAST(:wl_ips AS VARCHAR[])) WITH ORDINALITY AS x(ip, n) ORDER BY x.n)"
+    )
+
+
+# lean (PostgreSQL): both in one statement, the whitelist from one array parameter (in the given order)
+_INSERT_SERVICE_PG = DriverStatement(
+    text(
+        f"WITH s AS (INSERT INTO services ({', '.join(c.name for c in COLUMNS)})"
+        f" VALUES ({', '.join(':' + c.key for c in COLUMNS)}) RETURNING number),"
+        f" {_whitelist_cte('w', '', 'CAST(:wl_now AS TIMESTAMPTZ)')}"
+        " SELECT number FROM s"
+    ).bindparams(*[bindparam(c.key, type_=c.type) for c in COLUMNS], bindparam("wl_now", type_=UTCDateTime()))
+)
+
+
+def service_ctes(paid_from: str) -> str:
+    """The lean order statement's service row (CTE `s`, RETURNING number, written only when `paid_from`,
+    a CTE name, has a row) and its whitelist (CTE `wl`): parameters are the column keys, :wl_ips, :now."""
+    values = ", ".join(f"CAST(:{c.key} AS {c.type.compile(dialect=_PG)})" for c in COLUMNS)
+    return (
+        f"s AS (INSERT INTO services ({', '.join(c.name for c in COLUMNS)}) SELECT {values} FROM {paid_from}"
+        " RETURNING number),"
+        f" {_whitelist_cte('wl', 's, ', 'CAST(:now AS TIMESTAMPTZ)')}"
+    )
+
+
+def column_binds() -> list[Any]:
+    """The typed bind parameters of `service_ctes`' column values."""
+    return [bindparam(c.key, type_=c.type) for c in COLUMNS]
+
+
+def fill_defaults(svc: Service) -> dict[str, Any]:
+    """Every column's value (the model's Python-side defaults where the object has none, else NULL, as
+    the ORM's flush would), set on the object too so the result reads them."""
+    state = svc.__dict__
+    for column in COLUMNS:
+        if column.key not in state:
+            default = column.default
+            if default is None:
+                value = None
+            else:
+                value = default.arg(None) if default.is_callable else default.arg  # type: ignore[attr-defined]
+            setattr(svc, column.key, value)
+    return {c.key: state[c.key] for c in COLUMNS}
+
+
+async def insert_service(session: AsyncSession, svc: Service, whitelist: Sequence[str]) -> None:
+    """The service row and its whitelist; sets `svc.number`. `svc` stays out of the session."""
+    values = fill_defaults(svc)
+    now = utcnow()
+    if lean(session):
+        values["wl_now"], values["wl_ips"] = now, list(whitelist)
+        svc.number = int(await _INSERT_SERVICE_PG.scalar(session, values))
+        return
+    svc.number = int(await _INSERT_SERVICE.scalar(session, values))
+    await _INSERT_WHITELIST.many(
+        session, [{"service_id": svc.service_id, "ip": ip, "created_at": now} for ip in whitelist]
+    )
+
+
+_UPDATES: dict[frozenset[str], DriverStatement] = {}
+_ON_UPDATE = [c for c in COLUMNS if c.onupdate is not None]
+
+
+async def update_service(session: AsyncSession, svc: Service, *keys: str) -> None:
+    """Write the named columns of the (transient) service object to its row (and the columns the ORM
+    stamps on every UPDATE, `updated_at`)."""
+    for column in _ON_UPDATE:
+        default = column.onupdate
+        setattr(svc, column.key, default.arg(None) if default.is_callable else default.arg)  # type: ignore[union-attr]
+    keys = (*keys, *(c.key for c in _ON_UPDATE))
+    shape = frozenset(keys)
+    stmt = _UPDATES.get(shape)
+    if stmt is None:
+        stmt = _UPDATES[shape] = DriverStatement(
+            update(_SERVICES)
+            .where(_SERVICES.c.service_id == bindparam("sid", type_=Uuid()))
+            .values({k: bindparam(k, type_=_SERVICES.c[k].type) for k in sorted(shape)})
+        )
+    await stmt.rows(session, {"sid": svc.service_id, **{k: getattr(svc, k) for k in keys}})
