@@ -46,3 +46,33 @@ def test_operator_sets_quota_period_and_gb_price(cli) -> None:  # noqa: F811
     )  # fmt: skip
     assert code != 0 and "quota_period" in err
     cli("admin", "product", "set", pid, "--inactive")  # leave nothing on sale for others
+
+
+def test_operator_changes_one_services_quota_never_below_its_use(cli) -> None:  # noqa: F811
+    import asyncio
+
+    from proxyplane.core.settings import get_settings
+    from proxyplane.platform import Platform
+    from tests.domains.quotas.support import MIB, flush, metered_service
+    from tests.support import make_account
+
+    async def made() -> str:
+        platform = Platform(get_settings())
+        try:
+            account = await make_account(platform)
+            svc = await metered_service(platform, account, 4 * MIB)
+            await flush(platform, svc.service_id, 3 * MIB)
+            return str(svc.service_id)
+        finally:
+            await platform.close()
+
+    sid = asyncio.run(made())
+    call = ("admin", "operator", "call", "operator_service_quota_set", "--input")
+    code, _, err = cli(*call, json.dumps({"service_id": sid, "quota_bytes": 2 * MIB}))
+    assert code != 0 and "quota_bytes" in err and "below" in err
+    code, out, err = cli(
+        *call, json.dumps({"service_id": sid, "quota_bytes": 8 * MIB, "quota_period": "month"})
+    )
+    assert code == 0, err
+    got = json.loads(out)
+    assert (got["limit_bytes"], got["used_bytes"], got["period"]) == (8 * MIB, 3 * MIB, "month")

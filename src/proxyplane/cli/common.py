@@ -54,6 +54,7 @@ OPERATOR_MODULES = (
     "proxyplane.domains.accounts.operator_ops",
     "proxyplane.domains.mail.operator_ops",
     "proxyplane.domains.operators.ops",
+    "proxyplane.domains.quotas.operator_ops",
     "proxyplane.domains.stock.operator_ops",
     "proxyplane.domains.stock.prefix_ops",
     "proxyplane.domains.tickets.operator_ops",

@@ -253,3 +253,40 @@ async def set_auto_topup(
     else:
         await repo.set_auto(session, row, None, 0, 0)
     return usage_of(row, svc)
+
+
+async def set_plan(
+    session: AsyncSession,
+    svc: Service,
+    *,
+    quota_bytes: int | None,
+    quota_requests: int | None,
+    period: str | None,
+    gb_price_cents: int | None,
+) -> Usage:
+    """The operator's change of one service's quota, period or per-GB rate (None: unchanged). A quota
+    below the period's use is refused (422 naming the field): raise it, or add traffic instead."""
+    row = await repo.locked(session, svc.service_id)
+    if row is None:
+        raise Conflict(f"service {svc.service_id} has no quota")
+    given = {"quota_bytes": quota_bytes, "quota_requests": quota_requests, "quota_period": period}
+    validate_config({k: v for k, v in {**given, "gb_price_cents": gb_price_cents}.items() if v is not None})
+    if quota_bytes is not None and quota_bytes + row.extra_bytes < row.used_bytes:
+        raise ValidationFailed(
+            f"quota_bytes {quota_bytes} is below this period's use ({row.used_bytes} bytes)",
+            field="quota_bytes",
+        )
+    if quota_requests is not None and quota_requests < row.used_requests:
+        raise ValidationFailed(
+            f"quota_requests {quota_requests} is below this period's use ({row.used_requests})",
+            field="quota_requests",
+        )
+    await repo.set_plan(
+        session,
+        row,
+        quota_bytes=row.quota_bytes if quota_bytes is None else quota_bytes,
+        quota_requests=row.quota_requests if quota_requests is None else quota_requests,
+        period=row.period if period is None else period,
+        gb_price_cents=row.gb_price_cents if gb_price_cents is None else gb_price_cents,
+    )
+    return usage_of(row, svc)
