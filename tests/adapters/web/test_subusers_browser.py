@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from tests.adapters.web.test_browser import base_url, browser, sign_up  # noqa: F401  (fixtures)
 
 T = TypeVar("T")
-MB = 1_048_576
+MB = 10**6  # decimal (core/units.py)
 
 
 def in_store(database_url: str, home: Path, work: Callable[[Any], Awaitable[T]]) -> T:
@@ -68,7 +68,8 @@ def test_create_copy_and_see_usage(
     sid = in_store(database_url, tmp_path, service)
     page.goto(f"{base_url}/services/{sid}#subusers")
     page.fill("#subuser-create input[name=login]", "browser_job")
-    page.fill("#subuser-create input[name=traffic_limit_mb]", "100")
+    page.fill("#subuser-create input[name=traffic_limit]", "100")
+    page.select_option("#subuser-create select[name=traffic_unit]", "MB")
     page.click("#subuser-create button")
     page.wait_for_selector("#subuser-password")
     page.click("#subuser-password button:has-text('Copy proxy line')")
@@ -100,5 +101,5 @@ def test_create_copy_and_see_usage(
     page.reload()  # the same URL: a fragment-only goto would not load the page again
     assert page.query_selector("#subuser-password") is None  # the password was shown once
     row = page.inner_text("tr.subuser[data-login=browser_job]")
-    assert "2.0 MB, 4 req." in row and "active" in row
+    assert "2 MB, 4 req." in row and "100 MB" in row and "active" in row
     context.close()
