@@ -81,3 +81,12 @@ def test_labels_keep_ordinary_text_and_state_the_pattern() -> None:
     assert schema["properties"]["name"]["pattern"] == LABEL_PATTERN
     assert schema["properties"]["name"]["maxLength"] == 50
     assert schema["properties"]["note"]["anyOf"][0]["pattern"] == LABEL_PATTERN
+
+
+def test_the_dashboard_sign_up_name_is_a_label() -> None:
+    from proxyplane.domains.accounts.web_ops import SignUp
+
+    with pytest.raises(ValidationError) as caught:
+        SignUp(email="a@example.com", name="Ana\u202e", password="correct horse battery")
+    assert caught.value.errors()[0]["loc"] == ("name",)
+    assert SignUp(email="a@example.com", name="Ana", password="correct horse battery").name == "Ana"

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import RateLimited
+from proxyplane.core.text_input import Label
 from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.service import create_customer
 from proxyplane.ops import Auth, Context, Effect, Operation, register
@@ -61,7 +62,7 @@ async def end_sessions(session: AsyncSession, customer_id: int, only: str | None
 
 class SignUp(BaseModel):
     email: str
-    name: str = ""
+    name: Label = ""  # no control, bidi or zero-width characters (issue 30.5)
     password: str
 
 
