@@ -35,6 +35,7 @@ from proxyplane.domains.webhooks import targets
 from proxyplane.observability import metrics
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Event, WebhookDelivery, WebhookEndpoint
+from proxyplane.storage.rowcount import rowcount
 
 log = logging.getLogger("proxyplane.webhooks")
 BODY_LIMIT = 1000
@@ -238,7 +239,7 @@ class WebhookWorker:
                 .values(**values)
                 .execution_options(synchronize_session=False)
             )
-            if moved.rowcount != 1:  # type: ignore[attr-defined]
+            if rowcount(moved) != 1:
                 return  # lease lost (another worker took over) or the endpoint was deleted
             endpoint = await uow.session.get(WebhookEndpoint, endpoint_id)
             if endpoint is not None:

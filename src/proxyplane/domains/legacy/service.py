@@ -25,6 +25,7 @@ from proxyplane.core.security import SecretBox
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import CatalogProduct, LegacyListUpdate, Service, ServiceWhitelist
+from proxyplane.storage.rowcount import rowcount
 
 COMPOSITE_PRODUCTS: dict[int, str] = {
     1: "proxy_datacenter",
@@ -102,7 +103,7 @@ async def claim_list_update(
         .values(updated_at=now)
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount == 1:  # type: ignore[attr-defined]
+    if rowcount(moved) == 1:
         return None
     last = await session.scalar(
         select(LegacyListUpdate.updated_at).where(LegacyListUpdate.service_id == service_id)

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Deposit, Service
+from proxyplane.storage.rowcount import rowcount
 
 
 async def due_checkouts(session: AsyncSession, now: datetime, ttl: timedelta) -> list[tuple[int, uuid.UUID]]:
@@ -43,7 +44,7 @@ async def expire_checkout(
         .values(status="expired", completed_at=now)
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         return False, None  # paid or failed meanwhile
     svc = await session.get(Service, number)
     if svc is None or svc.status != "pending":

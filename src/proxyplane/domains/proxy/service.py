@@ -27,6 +27,7 @@ from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
+from proxyplane.storage.rowcount import rowcount
 
 API_WRITER = "api"
 TTL_MINUTES = (1, 2, 3, 5, 10, 15)
@@ -190,7 +191,7 @@ async def whitelist_remove(session: AsyncSession, svc: Service, ip: str) -> None
             ServiceWhitelist.service_id == svc.service_id, ServiceWhitelist.ip == ip
         )
     )
-    if gone.rowcount:  # type: ignore[attr-defined]
+    if rowcount(gone):
         touch(svc)
         await session.flush()
 

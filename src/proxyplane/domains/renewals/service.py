@@ -39,6 +39,7 @@ from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Event, Service
 from proxyplane.storage.models.billing import RenewalClaim
+from proxyplane.storage.rowcount import rowcount
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ async def resume(session: AsyncSession, svc: Service, now: datetime | None = Non
         .values(status="active")
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         raise Conflict(f"service {svc.service_id} was resumed or ended meanwhile")
     await session.refresh(svc)
     return await _charge_term(session, svc, now, services.add_months(now, svc.period_months), "resume", now)
@@ -204,7 +205,7 @@ async def end_service(session: AsyncSession, svc: Service, from_status: str, now
         .values(status="expired", purchase_key=None)
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         return False
     await stock.release(session, svc.service_id, svc.product_kind)
     await addons.cancel_all(session, svc.service_id, now, refund=False)

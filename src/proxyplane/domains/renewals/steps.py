@@ -26,6 +26,7 @@ from proxyplane.domains.renewals.service import (
     resume,
 )
 from proxyplane.storage.models import Service
+from proxyplane.storage.rowcount import rowcount
 
 
 @dataclass
@@ -145,7 +146,7 @@ async def renewal_short(
         .values(status="suspended")
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         return kept(None, svc)
     await session.refresh(svc)
     await service_events.service_event(

@@ -36,6 +36,7 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage import paging
 from proxyplane.storage.models import LedgerEntry, Service, ServiceIp, ServiceWhitelist
 from proxyplane.storage.models.prefixes import ServiceSubnet
+from proxyplane.storage.rowcount import rowcount
 
 SERVED_STATUSES = ("active",)
 PERIODS = (1, 3, 6, 12)
@@ -363,7 +364,7 @@ async def cancel(session: AsyncSession, service: Service, now: datetime | None =
         .values(status="cancelled", cancelled_at=now, purchase_key=None)
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         await session.refresh(service)
         return 0
     refund = cancel_refund_cents(service, now)
@@ -407,7 +408,7 @@ async def expire_due(session: AsyncSession, now: datetime | None = None) -> list
             .values(status="expired", purchase_key=None)
             .execution_options(synchronize_session=False)
         )
-        if moved.rowcount == 1:  # type: ignore[attr-defined]
+        if rowcount(moved) == 1:
             await stock.release(session, svc.service_id, svc.product_kind)
             await session.refresh(svc)
             await service_events.service_event(session, svc, "service.expired")

@@ -31,6 +31,7 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import normalize_country
 from proxyplane.storage.models.prefixes import IPV6_KIND, ServiceSubnet, StockPrefix
+from proxyplane.storage.rowcount import rowcount
 
 MAX_PREFIX_LEN = 64  # a prefix smaller than a /64 is no pool for per-service /64s
 
@@ -112,7 +113,7 @@ async def retire_prefix(session: AsyncSession, prefix: str) -> bool:
         .where(StockPrefix.prefix == net, StockPrefix.retired_at.is_(None))
         .values(retired_at=utcnow())
     )
-    return bool(done.rowcount)  # type: ignore[attr-defined]
+    return bool(rowcount(done))
 
 
 def _reusable():  # type: ignore[no-untyped-def]
@@ -273,7 +274,7 @@ async def take(
             .values(next_index=StockPrefix.next_index + k)
             .execution_options(synchronize_session=False)
         )
-        if moved.rowcount != 1:  # type: ignore[attr-defined]
+        if rowcount(moved) != 1:
             continue  # SQLite cannot lock ahead; another writer moved it (never under BEGIN IMMEDIATE)
         for i in range(int(next_index), int(next_index) + k):
             rows.append({"prefix_id": pid, "subnet": subnet_at(prefix, subnet_len, i), "country": country})
@@ -306,7 +307,7 @@ async def release(
         .values(released_at=utcnow())
         .execution_options(synchronize_session=False)
     )
-    return int(done.rowcount or 0)  # type: ignore[attr-defined]
+    return rowcount(done)
 
 
 async def live_subnets(session: AsyncSession, service_id: uuid.UUID) -> list[ServiceSubnet]:

@@ -17,6 +17,7 @@ from proxyplane.domains.events.wallet import deposit_failed
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.processors.base import PaymentEvent, PaymentProcessor
 from proxyplane.storage.models import Deposit
+from proxyplane.storage.rowcount import rowcount
 
 # Extension point: other domains react to a deposit leaving `pending` (e.g. an order's checkout).
 # A hook runs in the same transaction, only in the one that moved the deposit, after the wallet credit.
@@ -111,7 +112,7 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
         .where(Deposit.id == deposit.id, Deposit.status.in_(movable))
         .values(status=new_status, completed_at=utcnow())
     )
-    if moved.rowcount == 1 and new_status == "paid":  # type: ignore[attr-defined]
+    if rowcount(moved) == 1 and new_status == "paid":
         await wallet.credit(
             session,
             deposit.customer_id,
@@ -120,10 +121,10 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
             f"Top-up via {deposit.payment_method} ({deposit.processor})",
             deposit_id=deposit.id,
         )
-    if moved.rowcount == 1 and new_status == "failed":  # type: ignore[attr-defined]
+    if rowcount(moved) == 1 and new_status == "failed":
         await deposit_failed(session, deposit)
     await session.refresh(deposit)
-    if moved.rowcount == 1:  # type: ignore[attr-defined]
+    if rowcount(moved) == 1:
         for hook in SETTLEMENT_HOOKS:
             changed = await hook(session, deposit)
             if changed is not None:
