@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,13 +79,18 @@ def serving(settings: Settings) -> Iterator[str]:
 
     thread = threading.Thread(target=run, name="contract-server", daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # importing and building the app takes ~20 s on a busy machine
     while not (holder.get("server") and holder["server"].started):
         if failed or time.monotonic() > deadline:
             raise RuntimeError(f"the server did not start: {failed!r}")
         time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    # FastAPI builds the description at its first request (10+ s on a busy machine, beyond schemathesis's
+    # 10 s schema read timeout): built here first, then served from the app's cache
+    with urllib.request.urlopen(f"{base}/api/v1/openapi.json", timeout=120) as warm:
+        warm.read()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield base
     finally:
         holder["server"].should_exit = True
         thread.join(30)

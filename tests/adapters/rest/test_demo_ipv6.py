@@ -34,6 +34,8 @@ async def test_the_demo_catalog_sells_ipv6(
     await account.credit(10_000)
     items = (await client.get("/api/v1/customer/catalog?limit=100", headers=bearer(key))).json()["items"]
     product = next(p for p in items if p["kind"] == "proxy_ipv6")
+    spec = (await client.get("/api/v1/openapi.json")).json()  # the response schema says it can be
+    assert "proxy_ipv6" in spec["components"]["schemas"]["ProductOut"]["properties"]["kind"]["enum"]
     countries = (await client.get("/api/v1/billing/countries?product_kind=proxy_ipv6")).json()
     assert "DE" in json.dumps(countries), countries
     body = {

@@ -31,9 +31,9 @@ class ProductOut(BaseModel):
     name: str
     description: str
     kind: str = Field(
-        description="proxy_datacenter, proxy_isp, proxy_personal or proxy_rotating",
+        description="proxy_datacenter, proxy_isp, proxy_personal, proxy_ipv6 or proxy_rotating",
         json_schema_extra=documented(
-            enum=["proxy_datacenter", "proxy_isp", "proxy_personal", "proxy_rotating"]
+            enum=["proxy_datacenter", "proxy_isp", "proxy_personal", "proxy_ipv6", "proxy_rotating"]
         ),
     )
     period_months: int
