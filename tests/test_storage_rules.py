@@ -129,6 +129,7 @@ STORAGE_WRITES = {
     "domains/services/service.py": "services (cancel, settings, refunds): " + _NOT_MOVED,
     "domains/stock/operator_ops.py": "the operator's stock edits: " + _NOT_MOVED,
     "domains/stock/seed.py": "the demo stock's rows: " + _NOT_MOVED,
+    "domains/stock/seed_ipv6.py": "the demo IPv6 prefixes: " + _NOT_MOVED,
     "domains/stock/service.py": "stock releases (the allocation: storage/repos/stock.py)",
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,

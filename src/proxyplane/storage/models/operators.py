@@ -40,7 +40,9 @@ class OperatorSession(Base):
     __tablename__ = "operator_sessions"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), index=True)
+    operator_id: Mapped[int] = mapped_column(  # BIGINT, as migration 0028 made it
+        BigInteger, ForeignKey("operators.id", ondelete="CASCADE"), index=True
+    )
     stage: Mapped[str] = mapped_column(String(10))
     csrf_token: Mapped[str] = mapped_column(String(64))
     pending_secret: Mapped[str | None] = mapped_column(Text, nullable=True)  # encrypted, during enrolment
@@ -58,7 +60,9 @@ class OperatorApiKey(Base):
     __tablename__ = "operator_api_keys"
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
-    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), index=True)
+    operator_id: Mapped[int] = mapped_column(  # BIGINT, as migration 0028 made it
+        BigInteger, ForeignKey("operators.id", ondelete="CASCADE"), index=True
+    )
     name: Mapped[str] = mapped_column(String(100))
     role: Mapped[str] = mapped_column(String(20))
     digest: Mapped[str] = mapped_column(String(64), unique=True)

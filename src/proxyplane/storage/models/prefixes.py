@@ -61,7 +61,7 @@ class ServiceSubnet(Base):
     service_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("services.service_id", ondelete="CASCADE"), index=True
     )
-    prefix_id: Mapped[int] = mapped_column(ForeignKey("stock_prefixes.id"))
+    prefix_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("stock_prefixes.id"))  # as 0018d made it
     subnet: Mapped[str] = mapped_column(String(43))  # normalised CIDR "2001:db8:0:5::/64"
     country: Mapped[str] = mapped_column(String(2))  # by the service's geo source
     allocated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

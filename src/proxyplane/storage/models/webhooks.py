@@ -16,7 +16,10 @@ class Event(Base):
     """Something that happened to a customer; written in the same transaction as the change."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_customer_created", "customer_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_events_customer_created", "customer_id", "created_at"),
+        Index("ix_events_created", "created_at", postgresql_using="brin"),  # migration 0029
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"))
