@@ -26,8 +26,8 @@ from proxyplane.domains.orders import ops as _orders  # noqa: F401
 from proxyplane.domains.orders import unpaid as _unpaid  # noqa: F401
 from proxyplane.domains.proxy import ops as _proxy  # noqa: F401
 from proxyplane.domains.proxy import sticky_ops as _sticky  # noqa: F401
-from proxyplane.domains.quotas import ops as _quotas  # noqa: F401  (metered traffic: issue 32)
 from proxyplane.domains.quotas import operator_ops as _operator_quotas  # noqa: F401  (issue 32)
+from proxyplane.domains.quotas import ops as _quotas  # noqa: F401  (metered traffic: issue 32)
 from proxyplane.domains.renewals import ops as _renewals  # noqa: F401
 from proxyplane.domains.services import ops as _services  # noqa: F401
 from proxyplane.domains.stock import operator_ops as _operator_stock  # noqa: F401

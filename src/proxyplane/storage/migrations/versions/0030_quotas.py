@@ -4,7 +4,8 @@ gateway change-log triggers; a row for every live service whose parameters carry
 A change a node must see logs a change of the SERVICE in gateway_changes (key = service_id), as 0018b does
 for sub-users: INSERT, DELETE, and an UPDATE that changes period, quota_bytes, quota_requests, extra_bytes,
 limit_reached, notified_pct (the 80 % crossing: nodes reload the used totals) or period_start. The usage
-counters alone (used_bytes, used_requests: every usage flush) log nothing. PostgreSQL: statement-level triggers with transition tables; SQLite: row-level.
+counters alone (used_bytes, used_requests: every usage flush) log nothing. PostgreSQL: statement-level
+triggers with transition tables; SQLite: row-level.
 
 Revision ID: 0030
 Revises: 0029
