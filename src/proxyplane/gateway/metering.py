@@ -236,13 +236,14 @@ class Meter:
         try:
             while True:
                 await asyncio.sleep(1.0)
-                self.harvest()
                 if time.monotonic() - last >= interval:
                     last = time.monotonic()
                     try:
-                        await self.flush(sink)
+                        await self.flush(sink)  # harvests first (drain)
                     except Exception:
                         log.exception("usage flush failed; rows kept for the next flush")
+                else:
+                    self.harvest()
         finally:
             try:
                 await self.flush(sink)

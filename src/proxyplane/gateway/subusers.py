@@ -163,7 +163,8 @@ def cut_refused(meter: Meter, access: AccessProvider) -> int:
         if reason is None and entry.subuser is not None:
             reason = refusal(entry, None, counts)
         if reason is not None:
-            flow.cut()
+            end, flow.cut = flow.cut, None  # once: a flow still closing is not cut (and metered) again
+            end()
             meter.record(flow.service_id, flow.host, error=str(reason))
             cut += 1
     return cut
