@@ -13,5 +13,5 @@ def install_console(app: FastAPI) -> None:
     from proxyplane.adapters.admin import pages, signin
 
     app.mount("/admin/assets", StaticFiles(directory=HERE / "static"), name="admin-assets")
-    app.include_router(signin.router)
-    app.include_router(pages.router)
+    app.include_router(signin.router, include_in_schema=False)  # pages: not in the customer OpenAPI
+    app.include_router(pages.router, include_in_schema=False)
