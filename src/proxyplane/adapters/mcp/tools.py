@@ -40,6 +40,7 @@ from proxyplane.adapters.mcp.confirm import (
     refused_without_asking,
 )
 from proxyplane.adapters.mcp.limits import warn_near_limits
+from proxyplane.core.bounds import CENTS_MAX
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.apikeys.service import KeyPrincipal
 from proxyplane.ops import Caller, Effect, Operation, invoke
@@ -151,7 +152,11 @@ def argument_model(op: Operation) -> type[ArgModelBase]:
     if needs_max_total(op):
         fields[MAX_TOTAL] = (
             int,
-            Field(ge=0, description="the most this call may charge, in cents; above it nothing is charged"),
+            Field(
+                ge=0,
+                le=CENTS_MAX,  # the bound of every cents input (core/bounds.py), as the REST field says
+                description="the most this call may charge, in cents; above it nothing is charged",
+            ),
         )
     model_name = "".join(p.capitalize() for p in op.name.split("_")) + "Arguments"
     base: type[ToolArguments] = ToolArguments
