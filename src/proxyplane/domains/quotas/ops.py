@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import CENTS_MAX
-from proxyplane.core.errors import NotFound
+from proxyplane.core.errors import Conflict, NotFound
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.quotas import service as quotas
 from proxyplane.domains.services import service as services
@@ -72,7 +72,7 @@ def quota_out(u: quotas.Usage) -> QuotaOut:
 class AddTrafficIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    gb: int = Field(description="whole GB (10^9 bytes) to add to the current period; 1 to 100000")
+    gb: int = Field(ge=1, le=100_000, description="whole GB (10^9 bytes) to add to the current period")
     max_total_cents: int | None = Field(
         default=None,
         ge=0,
@@ -92,9 +92,9 @@ class AutoTopupIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
     enabled: bool
-    threshold_pct: int = Field(default=90, description="1 to 100: buy when this % of the limit is used")
-    gb: int = Field(default=1, description="whole GB bought each time")
-    max_per_period: int = Field(default=1, description="1 to 100 top-ups per period at most")
+    threshold_pct: int = Field(default=90, ge=1, le=100, description="buy when this % of the limit is used")
+    gb: int = Field(default=1, ge=1, le=100_000, description="whole GB bought each time")
+    max_per_period: int = Field(default=1, ge=1, le=100, description="top-ups per period at most")
 
 
 async def _usage(ctx: Context, svc: Service) -> quotas.Usage:
@@ -162,5 +162,6 @@ register(
         scopes=frozenset({Scope.services_write}),
         effect=Effect.WRITE,
         tags=TAGS,
+        extra={"errors": (Conflict,)},  # a service without a traffic quota
     ),
 )
