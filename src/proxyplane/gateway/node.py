@@ -205,10 +205,10 @@ class GatewayNode:
         self.sticky.notify()
 
     async def flush_usage(self) -> int:
-        """Everything metered so far into the store now (through the spool); the rows counted."""
+        """Everything metered so far into the store now (through the spool): the rows the meter still
+        held plus the spooled batches sent (the meter hands its rows to the spool every second)."""
         rows = await self.gateway.meter.flush(self.spool)
-        await self.spool.drain()
-        return rows
+        return rows + await self.spool.drain()
 
     def listeners(self) -> list[str]:
         lines = []
