@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from proxyplane.domains.stock.seed import DEMO_PRODUCTS, demo_stock_lines
+from proxyplane.domains.stock.seed_ipv6 import DEMO_IPV6_PRODUCTS
 
 PROCESSES = 2
 CLI = [sys.executable, "-c", "from proxyplane.cli import main; main()"]
@@ -127,4 +128,5 @@ def test_two_serve_processes_started_together_on_an_empty_database_both_become_r
     assert sum("seeded demo stock" in out for out in outputs) == 1, outputs
     ips = sum(len(lines) for _, lines in demo_stock_lines())
     assert asyncio.run(_count(url, "SELECT count(*) FROM stock_ips")) == ips
-    assert asyncio.run(_count(url, "SELECT count(*) FROM catalog_products")) == len(DEMO_PRODUCTS)
+    products = len(DEMO_PRODUCTS) + len(DEMO_IPV6_PRODUCTS)  # the demo's IPv6 product too (issue 30.12)
+    assert asyncio.run(_count(url, "SELECT count(*) FROM catalog_products")) == products
