@@ -14,8 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import delete, select
 
 from proxyplane.platform import Platform
+from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from tests.gateway.clients import basic, connect_tunnel
 from tests.gateway.conftest import free_port
 from tests.gateway.processes import start_gateway, status, usage
@@ -64,6 +66,7 @@ async def test_outage_sigterm_restart_loses_no_usage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sid, auth = await limited_rotating(client, platform, account, 0)
+    nodes_before = await node_rows(platform)
     proxy_auth = basic(auth["login"], auth["password"])
     port, metrics = free_port(["127.0.0.1"]), free_port(["127.0.0.1"])
     monkeypatch.setenv("PROXYPLANE_GATEWAY_METRICS_PORT", str(metrics))
@@ -164,3 +167,14 @@ async def test_outage_sigterm_restart_loses_no_usage(
             proc.kill()
             proc.wait()
         await link.cut()
+        # a node SIGTERMed while the store was gone could not delete its address row; it would read as a live
+        # node for STALE seconds to the tests that follow (the store is shared)
+        async with platform.db.unit_of_work(write=True) as uow:
+            await uow.session.execute(delete(GatewayNodeAddresses).where(
+                GatewayNodeAddresses.node_id.not_in(nodes_before or [""])))
+            await uow.commit()
+
+
+async def node_rows(platform: Platform) -> list[str]:
+    async with platform.db.unit_of_work(write=False) as uow:
+        return list((await uow.session.execute(select(GatewayNodeAddresses.node_id))).scalars())

@@ -4,6 +4,7 @@ whitelist entries on the service's slots; scopes; 404 for another customer's ser
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 
 import httpx
@@ -40,8 +41,9 @@ async def test_lifecycle_and_ownership(
     one = f"{base}/{made['subuser_id']}"
     got = (await client.get(one, headers=h)).json()
     assert got["password"] != made["password"] and not got["password_revealed"]
-    named = await client.post(base, json={"login": "team_alpha"}, headers=h)
-    assert named.status_code == 201 and named.json()["login"] == "team_alpha"
+    chosen = f"team_{secrets.token_hex(4)}"  # logins are unique across the store the suite shares
+    named = await client.post(base, json={"login": chosen}, headers=h)
+    assert named.status_code == 201 and named.json()["login"] == chosen
     listed = (await client.get(base, headers=h)).json()
     assert [i["subuser_id"] for i in listed["items"]] == [made["subuser_id"], named.json()["subuser_id"]]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -158,7 +159,8 @@ def make_customer(browser: Any, base_url: str, database_url: str, home: Path) ->
     page.click("section.product:has-text('Rotating datacenter: 10 GB') button:has-text('Buy for')")
     page.wait_for_url(re.compile(r".*/services/[0-9a-f-]+$"))
     rotating = _service_id(page.url)
-    subusers = {"team_alpha": "Scraper fleet · EU", "team_beta": ""}
+    tag = secrets.token_hex(3)  # sub-user logins are unique across the store, which the suite shares
+    subusers = {f"team_alpha_{tag}": "Scraper fleet · EU", f"team_beta_{tag}": ""}
     for login, name in subusers.items():
         page.fill("#subuser-create input[name=login]", login)
         page.fill("#subuser-create input[name=name]", name)
