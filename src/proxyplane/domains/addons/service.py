@@ -37,6 +37,7 @@ from proxyplane.domains.services import service as services
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service, ServiceWhitelist
 from proxyplane.storage.models.billing import ServiceAddon
+from proxyplane.storage.rowcount import rowcount
 
 NAMES = {
     "udp": "UDP (SOCKS5 UDP ASSOCIATE)",
@@ -281,7 +282,7 @@ async def cancel(
         .execution_options(synchronize_session=False)
     )
     await session.refresh(addon)
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         return 0
     amount = refund_for(addon, now) if refund else 0
     if amount > 0:

@@ -23,6 +23,7 @@ from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_o
 from proxyplane.storage.models import Customer, Service
 from proxyplane.storage.models.operators import Operator
 from proxyplane.storage.repos import operators as repo
+from proxyplane.storage.rowcount import rowcount
 
 API = OPERATOR_DOORS - {"console"}
 
@@ -191,7 +192,7 @@ async def _move(ctx: Context, svc: Service, src: str, dst: str) -> dict[str, Any
         .values(status=dst, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
-    if moved.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(moved) != 1:
         raise Conflict(f"service {svc.service_id} is {svc.status}, not {src}")
     await ctx.session.refresh(svc)
     sid = svc.service_id

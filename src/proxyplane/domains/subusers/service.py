@@ -30,6 +30,7 @@ from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Base, Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
+from proxyplane.storage.rowcount import rowcount
 
 MAX_PER_SERVICE = 100
 GENERATED_SERVICE_LOGIN = re.compile(r"^pp[0-9a-f]{10}$")
@@ -312,6 +313,6 @@ async def whitelist_remove(session: AsyncSession, svc: Service, sub: ServiceSubu
     gone = await session.execute(
         delete(SubuserWhitelist).where(SubuserWhitelist.subuser_pk == sub.id, SubuserWhitelist.ip == ip)
     )
-    if gone.rowcount:  # type: ignore[attr-defined]
+    if rowcount(gone):
         proxy.touch(svc)
         await session.flush()

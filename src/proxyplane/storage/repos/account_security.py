@@ -13,6 +13,7 @@ from sqlalchemy import delete, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.models.account_security import AccountToken, AppPassword, RecoveryCode, TwoFactor
+from proxyplane.storage.rowcount import rowcount
 
 
 def digest(raw: str) -> str:
@@ -47,7 +48,7 @@ async def use_token(session: AsyncSession, token_id: str, now: datetime) -> bool
         .values(used_at=now)
         .execution_options(synchronize_session=False)
     )
-    return bool(moved.rowcount == 1)  # type: ignore[attr-defined]
+    return rowcount(moved) == 1
 
 
 async def void_tokens(session: AsyncSession, customer_id: int, purpose: str, now: datetime) -> None:
@@ -90,7 +91,7 @@ async def accept_step(session: AsyncSession, customer_id: int, step: int, enable
         .values(**values)
         .execution_options(synchronize_session=False)
     )
-    return bool(moved.rowcount == 1)  # type: ignore[attr-defined]
+    return rowcount(moved) == 1
 
 
 async def end_two_factor(session: AsyncSession, customer_id: int) -> None:
@@ -115,7 +116,7 @@ async def use_recovery_code(session: AsyncSession, customer_id: int, code_hash: 
         .values(used_at=now)
         .execution_options(synchronize_session=False)
     )
-    return bool(moved.rowcount == 1)  # type: ignore[attr-defined]
+    return rowcount(moved) == 1
 
 
 async def add_app_password(
@@ -142,7 +143,7 @@ async def revoke_app_password(
         .values(revoked_at=now)
         .execution_options(synchronize_session=False)
     )
-    return bool(moved.rowcount == 1)  # type: ignore[attr-defined]
+    return rowcount(moved) == 1
 
 
 async def touch_app_password(session: AsyncSession, password_id: uuid.UUID, now: datetime) -> None:

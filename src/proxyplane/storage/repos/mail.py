@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.models.mail import EmailMessage, MailCursor
+from proxyplane.storage.rowcount import rowcount
 
 
 def _insert(session: AsyncSession) -> Any:
@@ -68,7 +69,7 @@ async def finish(session: AsyncSession, message_id: int, worker: str, values: di
         .values(locked_by=None, locked_until=None, **values)
         .execution_options(synchronize_session=False)
     )
-    return bool(moved.rowcount == 1)  # type: ignore[attr-defined]
+    return rowcount(moved) == 1
 
 
 async def retry_now(session: AsyncSession, message_ids: Sequence[int]) -> int:
@@ -80,7 +81,7 @@ async def retry_now(session: AsyncSession, message_ids: Sequence[int]) -> int:
         .values(status="pending", next_attempt_at=utcnow(), last_error=None)
         .execution_options(synchronize_session=False)
     )
-    return int(moved.rowcount)  # type: ignore[attr-defined]
+    return rowcount(moved)
 
 
 async def cursor(session: AsyncSession, name: str) -> datetime | None:

@@ -16,6 +16,7 @@ from proxyplane.storage.models.operators import (
     OperatorAudit,
     OperatorSession,
 )
+from proxyplane.storage.rowcount import rowcount
 
 
 async def add_operator(session: AsyncSession, email: str, role: str, password_hash: str) -> Operator:
@@ -83,7 +84,7 @@ async def revoke_sessions(session: AsyncSession, operator_id: int, only: str | N
     if only is not None:
         stmt = stmt.where(OperatorSession.id == only)
     done = await session.execute(stmt.values(revoked_at=utcnow()))
-    return int(done.rowcount or 0)  # type: ignore[attr-defined]
+    return rowcount(done)
 
 
 async def add_key(

@@ -17,6 +17,7 @@ from sqlalchemy import case, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.models.quotas import ServiceQuota
+from proxyplane.storage.rowcount import rowcount
 
 BATCH = 400  # services per counter UPDATE (bound parameters)
 Q = ServiceQuota.__table__.c
@@ -151,7 +152,7 @@ async def reset_term(session: AsyncSession, service_id: uuid.UUID, start: dateti
         .values(**_reset_values(start, None)),
         execution_options=NO_SYNC,
     )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return rowcount(result)
 
 
 async def reset_months(session: AsyncSession, now: datetime, start: datetime, next_start: datetime) -> int:
@@ -162,7 +163,7 @@ async def reset_months(session: AsyncSession, now: datetime, start: datetime, ne
         .values(**_reset_values(start, next_start)),
         execution_options=NO_SYNC,
     )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return rowcount(result)
 
 
 async def add_counters(session: AsyncSession, items: Sequence[tuple[uuid.UUID, int, int]]) -> None:
