@@ -10,7 +10,16 @@ pytestmark = pytest.mark.anyio
 
 EXPECTED = {
     ("ServiceOut", "status"): ["pending", "active", "suspended", "expired", "cancelled"],
-    ("InvoiceOut", "kind"): ["order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog"],
+    ("InvoiceOut", "kind"): [
+        "order",
+        "renewal",
+        "add_ips",
+        "addon",
+        "refresh",
+        "deposit",
+        "catalog",
+        "traffic",
+    ],
     ("InvoiceOut", "status"): ["open", "paid", "partially_refunded", "refunded", "void"],
     ("InvoiceOut", "legacy_status"): ["Unpaid", "Paid", "Partially Refunded", "Refunded", "Cancelled"],
     ("ProductOut", "kind"): [

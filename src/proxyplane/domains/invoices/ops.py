@@ -40,9 +40,9 @@ class InvoiceOut(BaseModel):
     number: str = Field(description="printed number, INV-000123")
     service_id: uuid.UUID | None
     kind: str = Field(
-        description="order, renewal, add_ips, addon, refresh, deposit or catalog",
+        description="order, renewal, add_ips, addon, refresh, deposit, catalog or traffic",
         json_schema_extra=documented(
-            enum=["order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog"]
+            enum=["order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog", "traffic"]
         ),
     )
     description: str

@@ -1,5 +1,5 @@
-"""Invoices: every charge (order, renewal, add-IPs, add-on, paid refresh, catalog purchase) and every
-top-up produces an invoice with lines; refunds produce credit notes against the service's invoices.
+"""Invoices: every charge (order, renewal, add-IPs, add-on, paid refresh, catalog purchase, traffic) and
+every top-up produces an invoice with lines; refunds produce credit notes against the service's invoices.
 
 Other domains call, in their own transaction:
     record_charge(session, customer_id, kind=..., description=..., lines=[Line(...)], service_id=...)
@@ -37,7 +37,7 @@ from proxyplane.storage.models import Customer, Deposit, LedgerEntry, Service
 from proxyplane.storage.models.billing import Invoice, InvoiceCreditNote, InvoiceItem
 from proxyplane.storage.models.billing_details import CustomerBillingDetails
 
-KINDS = ("order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog")
+KINDS = ("order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog", "traffic")
 # invoice status -> the legacy API's wording
 LEGACY_STATUS = {
     "open": "Unpaid",
@@ -150,7 +150,7 @@ async def record_refund(
         Invoice.kind != "deposit",
     )
     if invoice_id is None:  # an add-on's refund names its own invoice; service refunds skip those
-        q = q.where(Invoice.kind != "addon")
+        q = q.where(Invoice.kind.not_in(("addon", "traffic")))  # and traffic bought (used, not refunded)
     q = (
         q.where(Invoice.id == invoice_id)
         if invoice_id is not None

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, PriceChanged, ValidationFailed
+from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service
 from proxyplane.storage.models.quotas import PERIODS, ServiceQuota
@@ -225,18 +226,28 @@ async def add_traffic(
             current_price_cents=cents,
             max_total_cents=max_total_cents,
         )
+    how = "Auto top-up" if auto else "Traffic"
+    description = f"{how}: {gb} GB for service #{svc.number}"
+    entry = None
     if cents > 0:
-        how = "Auto top-up" if auto else "Traffic"
-        await wallet.debit(
-            session,
-            svc.customer_id,
-            cents,
-            "traffic",
-            f"{how}: {gb} GB for service #{svc.number}",
-            service_id=svc.service_id,
+        entry = await wallet.debit(
+            session, svc.customer_id, cents, "traffic", description, service_id=svc.service_id
         )
+    await invoices.record_charge(  # an invoice like every purchase (a free rate too: 0 cents, paid)
+        session,
+        svc.customer_id,
+        kind="traffic",
+        description=description,
+        lines=[invoices.Line(f"Traffic GB, {_period_text(row.period)}", gb, row.gb_price_cents, cents)],
+        service_id=svc.service_id,
+        ledger_entries=[entry],
+    )
     await repo.add_extra(session, row, gb * GB, auto=auto)
     return usage_of(row, svc), cents
+
+
+def _period_text(period: str) -> str:
+    return {"none": "never expires", "month": "this calendar month"}.get(period, "this billing term")
 
 
 async def set_auto_topup(

@@ -59,7 +59,7 @@ class Invoice(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     customer_id: Mapped[int] = mapped_column(ForeignKey("customers.id", ondelete="CASCADE"))
     service_id: Mapped[uuid.UUID | None] = mapped_column(nullable=True, index=True)
-    # order | renewal | add_ips | addon | refresh | deposit | catalog
+    # order | renewal | add_ips | addon | refresh | deposit | catalog | traffic
     kind: Mapped[str] = mapped_column(String(20))
     description: Mapped[str] = mapped_column(String(500), default="")
     # open (checkout pending) | paid | partially_refunded | refunded | void (checkout failed)
