@@ -4,7 +4,9 @@ work and a write appends its audit row (who, role, door, what, target, before ->
 in that same unit of work, so an action and its record commit together or not at all. A door's once-only
 key (a console form's token, the operator API's Idempotency-Key) is the audit row's unique `form_key`:
 the same form sent twice acts once (the second call: AlreadyApplied). Secrets never reach the row:
-`masked` replaces every value whose field name says secret, password, token or code."""
+`masked` replaces every value whose field name says secret, password, token or code.
+A refused attempt of a known operator is a row too (outcome "refused", the missing permission), written
+in a unit of work of its own since nothing else runs: `check_role`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from proxyplane.core.errors import AlreadyApplied, Unauthorized
+from proxyplane.core.errors import AlreadyApplied, Forbidden, Unauthorized
 from proxyplane.domains.operators.roles import require
 from proxyplane.ops import Caller, Context, Effect, Operation, check_guards
 from proxyplane.storage.models.operators import OperatorAudit
@@ -62,12 +64,48 @@ def _target(data: BaseModel | None) -> str:
     return ""
 
 
+def _detail(data: BaseModel | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return masked(data.model_dump(mode="json", exclude_none=True))
+    except Exception:  # noqa: BLE001 - an input not validated (model_construct): its fields as given
+        return masked({k: v for k, v in vars(data).items() if v is not None})
+
+
+async def check_role(
+    platform: Platform, op: Operation, caller: Caller, data: BaseModel | None = None
+) -> None:
+    """Refuse (403 naming the permission) a caller whose role may not run `op`, and record the refusal:
+    who tried what, on which target, from where (outcome "refused", its own committed unit of work)."""
+    if not caller.role:
+        raise Unauthorized("an operator's sign-in or operator API key is required")
+    try:
+        require(caller.role, op.permission, op.name)
+    except Forbidden as exc:
+        async with platform.db.unit_of_work() as uow:
+            await repo.append_audit(
+                uow.session,
+                operator_id=caller.operator_id,
+                actor=caller.actor or caller.channel,
+                role=caller.role,
+                door=caller.channel,
+                action=op.name,
+                target=_target(data),
+                before=None,
+                after={"error": "forbidden", "missing_permission": op.permission},
+                detail=_detail(data),
+                client_ip=caller.client_ip,
+                outcome="refused",
+            )
+            await uow.commit()
+        raise exc
+
+
 async def invoke_operator(
     platform: Platform, op: Operation, caller: Caller, data: BaseModel | None, *, door_key: str | None = None
 ) -> Any:
-    if not caller.role:
-        raise Unauthorized("an operator's sign-in or operator API key is required")
-    require(caller.role, op.permission, op.name)
+    await check_role(platform, op, caller, data)
     write = op.effect != Effect.READ
     async with platform.db.unit_of_work(write=write) as uow:
         if write and door_key is not None:

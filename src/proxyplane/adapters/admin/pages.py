@@ -21,7 +21,7 @@ ACTIONS = {
     "resume": "operator_service_resume",
     "refund": "operator_service_refund",
 }
-AUDIT_FIELDS = ("actor", "action", "target", "since", "until")
+AUDIT_FIELDS = ("actor", "action", "target", "outcome", "since", "until")
 
 
 @router.get("/admin")
@@ -147,6 +147,7 @@ async def audit_csv(request: Request) -> Response:
         "after",
         "detail",
         "client_ip",
+        "outcome",
     ]
     writer = csv.writer(out)
     writer.writerow(columns)

@@ -17,8 +17,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from proxyplane.core.errors import DomainError, Unauthorized
 from proxyplane.domains.operators.auth import by_key
-from proxyplane.domains.operators.roles import require
 from proxyplane.operations import REGISTRY
+from proxyplane.operator_calls import check_role
 from proxyplane.ops import Caller, Effect, Operation, invoke, served
 from proxyplane.platform import Platform
 
@@ -56,7 +56,7 @@ def add_operation(api: FastAPI, op: Operation) -> None:
     ) -> Caller:
         """Who calls, and whether their role may: before the input is validated (403 before 422)."""
         caller = await caller_of(request, credentials)
-        require(caller.role, op.permission, op.name)
+        await check_role(request.app.state.platform, op, caller)  # a refusal is audited
         return caller
 
     params = [

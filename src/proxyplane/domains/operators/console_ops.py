@@ -1,8 +1,11 @@
 """The console's sign-in steps (issue 33) as registered operations of the "console" door only: password,
 TOTP enrolment at the first sign-in (QR + the operator's own password + recovery codes shown once), the
 code (or a recovery code) at every later sign-in, sign-out. No role yet, so no permission: each step is
-throttled per email and client address and leaves its audit row itself. The console adapter only reads
-forms, sets the cookie and renders."""
+throttled per email and client address and leaves its audit row itself, a refused one too (outcome
+"wrong": a bad password or code of a known operator; "locked": a locked operator's right password). An
+unknown email and a throttled step (nothing was checked) leave none: the throttle counts them, and an
+anonymous flood must not grow the append-only log. The console adapter only reads forms, sets the cookie
+and renders."""
 
 from __future__ import annotations
 
@@ -64,6 +67,7 @@ async def _audit(ctx: Context, operator: Operator, action: str, outcome: str) ->
         after={"outcome": outcome},
         detail=None,
         client_ip=ctx.caller.client_ip,
+        outcome=outcome,
     )
 
 
@@ -80,8 +84,10 @@ async def sign_in(ctx: Context, data: SignIn) -> Signed:
     ip = ctx.caller.client_ip
     if await operators.throttled(ctx.session, data.email, ip):
         return Signed(outcome="throttled")
-    operator = await operators.check_password(ctx.session, data.email, data.password, ip)
-    if operator is None:
+    operator, outcome = await operators.check_password(ctx.session, data.email, data.password, ip)
+    if operator is None or outcome != "ok":
+        if operator is not None:  # a wrong password, or a locked operator: recorded, the answer is the same
+            await _audit(ctx, operator, "console_password", outcome)
         return Signed(outcome="wrong")
     row, token = await operators.open_session(ctx.session, operator, ip, ctx.caller.user_agent)
     await _audit(ctx, operator, "console_password", "ok")
@@ -101,6 +107,7 @@ async def enrol(ctx: Context, data: Enrol) -> Enrolled:
     box = ctx.platform.secrets
     codes = await operators.finish_enrolment(ctx.session, box, row, operator, data.code, data.new_password)
     if codes is None:
+        await _audit(ctx, operator, "console_totp_enrolled", "wrong")
         return Enrolled(outcome="wrong")
     await _audit(ctx, operator, "console_totp_enrolled", "ok")
     return Enrolled(outcome="ok", recovery_codes=codes)
@@ -111,6 +118,7 @@ async def second_factor(ctx: Context, data: Code) -> Signed:
     if await operators.code_throttled(ctx.session, operator):
         return Signed(outcome="throttled")
     if not await operators.second_factor(ctx.session, ctx.platform.secrets, row, operator, data.code):
+        await _audit(ctx, operator, "console_sign_in", "wrong")  # a bad second factor
         return Signed(outcome="wrong")
     await _audit(ctx, operator, "console_sign_in", "ok")
     return Signed(outcome="ok", stage="full")

@@ -72,6 +72,7 @@ class AuditFilter(BaseModel):
     actor: str = ""
     action: str = ""
     target: str = ""
+    outcome: str = Field(default="", pattern="^(|ok|refused|wrong|locked)$")
     since: datetime | None = None
     until: datetime | None = None
     limit: int = Field(default=100, ge=1, le=5000)

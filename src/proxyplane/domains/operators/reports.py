@@ -267,6 +267,7 @@ def audit_row(a: OperatorAudit) -> dict[str, Any]:
         "after": a.after,
         "detail": a.detail,
         "client_ip": a.client_ip,
+        "outcome": a.outcome,
     }
 
 
@@ -276,11 +277,14 @@ async def audit(
     actor: str = "",
     action: str = "",
     target: str = "",
+    outcome: str = "",
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 100,
 ) -> list[dict[str, Any]]:
     stmt = select(OperatorAudit)
+    if outcome:
+        stmt = stmt.where(OperatorAudit.outcome == outcome)
     if actor:
         stmt = stmt.where(OperatorAudit.actor == actor)
     if action:

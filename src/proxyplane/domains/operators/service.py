@@ -117,14 +117,18 @@ async def code_throttled(session: AsyncSession, operator: Operator) -> bool:
     return not (await throttle.check(session, code_keys(operator))).allowed
 
 
-async def check_password(session: AsyncSession, email: str, password: str, client_ip: str) -> Operator | None:
+async def check_password(
+    session: AsyncSession, email: str, password: str, client_ip: str
+) -> tuple[Operator | None, str]:
+    """(the operator, "ok") for the right password of an active operator; else (the operator named, if
+    any, "wrong" or "locked": the right password of a locked one). The caller answers "wrong" to both."""
     row = await by_email(session, email)
     ok = verify_password(row.password_hash if row else _DUMMY_HASH, password)
     if not ok or row is None or row.status != "active":
         await throttle.record_failure(session, password_keys(email, client_ip))
-        return None
+        return row, "locked" if ok and row is not None else "wrong"
     await throttle.record_success(session, password_keys(email, client_ip))
-    return row
+    return row, "ok"
 
 
 async def open_session(

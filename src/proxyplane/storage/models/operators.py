@@ -73,7 +73,7 @@ class OperatorApiKey(Base):
 class OperatorAudit(Base):
     """One operator action (append-only: the migration adds triggers refusing UPDATE and DELETE).
     `actor` is the operator's email, or "cli" for the host's command line; `form_key` makes a console
-    form (or an API call's idempotency key) act once."""
+    form (or an API call's idempotency key) act once; `outcome` says whether it ran or was refused."""
 
     __tablename__ = "operator_audit"
 
@@ -90,3 +90,5 @@ class OperatorAudit(Base):
     detail: Mapped[Any] = mapped_column(JSON, nullable=True)  # the operation's input, secrets masked
     client_ip: Mapped[str] = mapped_column(String(45), default="")
     form_key: Mapped[str | None] = mapped_column(String(200), unique=True, nullable=True)
+    # "ok" (it ran), "refused" (the role lacks the permission), "wrong" (a bad password or code), "locked"
+    outcome: Mapped[str] = mapped_column(String(20), default="ok", server_default="ok", index=True)

@@ -118,6 +118,7 @@ async def append_audit(
     detail: Any,
     client_ip: str,
     form_key: str | None = None,
+    outcome: str = "ok",
 ) -> OperatorAudit:
     row = OperatorAudit(
         at=utcnow(),
@@ -132,6 +133,7 @@ async def append_audit(
         detail=detail,
         client_ip=client_ip[:45],
         form_key=form_key,
+        outcome=outcome,
     )
     session.add(row)
     await session.flush()
