@@ -96,7 +96,7 @@ async def test_rotating_sticky_sessions_across_nodes(client, platform, account, 
 
         await eventually(pinned_everywhere)
         ttl = f"{API}/{sid}/proxy/sticky/ttl"
-        assert (await client.put(ttl, json={"ttl_minutes": 7}, headers=bearer(key))).status_code == 422
+        assert (await client.put(ttl, json={"ttl_minutes": 1441}, headers=bearer(key))).status_code == 422
         r = await client.put(ttl, json={"ttl_minutes": 15}, headers=bearer(key))
         assert r.status_code == 200 and r.json()["ttl_minutes"] == 15
         r = await client.put(mode, json={"mode": "sticky"}, headers=bearer(key))

@@ -3,7 +3,8 @@
 Static services leave from the IP the client connected to. Rotating services: mode ``rotating`` picks a
 random exit IP per request (HTTP) or per connection (CONNECT, SOCKS5); ``sticky`` keeps a session id (sid)
 on one exit IP until its TTL ends or it is rotated; ``pinned`` always uses the service's ``pin``. A sid in
-the username makes the request sticky in rotating mode too; ``country`` narrows the pool.
+the username makes the request sticky in rotating mode too; ``country`` narrows the pool. A ``strict``
+session whose live exit left the pool is refused (502, ``sticky_gone``) instead of moved.
 
 A node only chooses exit IPs local to its host (``set_local``: the prefixes gateway/local_ips.py reads): a
 provider's rotating pool may span hosts, and a non-local exit cannot be bound here. The local part of an
@@ -37,6 +38,8 @@ class RoutingError(Exception):
 
 
 NOT_LOCAL = "no exit IP of this service on this node"
+STICKY_GONE = "sticky_gone"  # the metering category of a strict session whose exit is gone
+STRICT_GONE = "strict session: its exit IP is no longer available (a new session id picks another)"
 Ranges = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]  # (v4, v6) (network, mask)
 
 
@@ -153,7 +156,9 @@ class Router:
             sid = DEFAULT_SID
         if sid is None:
             return pool.pick(self._rng)
-        return self._sticky(entry, sid, pool, options.ttl_minutes if options is not None else None)
+        if options is None:
+            return self._sticky(entry, sid, pool, None)
+        return self._sticky(entry, sid, pool, options.ttl_minutes, options.strict)
 
     def _pinned_subnet(self, entry: ServiceEntry, exits: SubnetExits, country: str | None,
                        family: int | None) -> str:
@@ -226,12 +231,16 @@ class Router:
             raise RoutingError("no exit IP for this destination", "no_exit_ip")
         return pool
 
-    def _sticky(self, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool, ttl_minutes: int | None) -> str:
+    def _sticky(self, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool, ttl_minutes: int | None,
+                strict: bool = False) -> str:
         now = self._clock()
         sessions = self._sessions.setdefault(entry.service_id, {})
         session = sessions.get(sid)
-        if session is not None and session.expires > now and session.exit_ip in pool:
-            return session.exit_ip
+        if session is not None and session.expires > now:
+            if session.exit_ip in pool:
+                return session.exit_ip
+            if strict:
+                raise RoutingError(STRICT_GONE, STICKY_GONE)
         ttl = ttl_minutes * 60 if ttl_minutes is not None else entry.sticky_ttl
         ip = pool.pick(self._rng)
         sessions[sid] = StickySession(entry.service_id, sid, ip, now, now + ttl)

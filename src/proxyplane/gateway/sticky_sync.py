@@ -46,7 +46,7 @@ from proxyplane.storage.models.gateway import StickySession as StickyRow
 
 from . import metrics, periodic
 from .access import ServiceEntry
-from .routing import Pool, Router, StickySession
+from .routing import STICKY_GONE, STRICT_GONE, Pool, Router, RoutingError, StickySession
 from .shared_sticky import SharedSticky, sticky_key
 from .subnets import SubnetPool
 
@@ -91,18 +91,19 @@ class SharedRouter(Router):
         self.shared = shared  # the host's table when this is one of several workers
         self._keys: dict[tuple[str, str], bytes] = {}  # shared-table keys of recent (service, sid)
 
-    def _sticky(self, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool, ttl_minutes: int | None) -> str:
+    def _sticky(self, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool, ttl_minutes: int | None,
+                strict: bool = False) -> str:
         if self.shared is not None:
-            return self._shared_sticky(self.shared, entry, sid, pool, ttl_minutes)
+            return self._shared_sticky(self.shared, entry, sid, pool, ttl_minutes, strict)
         before = self._sessions.get(entry.service_id, {}).get(sid)
-        ip = super()._sticky(entry, sid, pool, ttl_minutes)
+        ip = super()._sticky(entry, sid, pool, ttl_minutes, strict)
         if self._sessions[entry.service_id][sid] is not before:
             self.dirty.add((entry.service_id, sid))
         return ip
 
     def _shared_sticky(
         self, shared: SharedSticky, entry: ServiceEntry, sid: str, pool: Pool | SubnetPool,
-        ttl_minutes: int | None,
+        ttl_minutes: int | None, strict: bool = False,
     ) -> str:
         """The host's session when it is live and its IP still in the pool; else a new one, written to
         the shared table before it is used (check and choice under the table's lock)."""
@@ -127,6 +128,8 @@ class SharedRouter(Router):
                 if mine is None or (mine.exit_ip, mine.started, mine.expires) != found:
                     sessions[sid] = StickySession(entry.service_id, sid, ip, started, expires)
                 return ip
+            if found is not None and strict:
+                raise RoutingError(STRICT_GONE, STICKY_GONE)
             ttl = ttl_minutes * 60 if ttl_minutes is not None else entry.sticky_ttl
             ip = pool.pick(self._rng)
             shared.put(key, ip, now, now + ttl, now)

@@ -87,7 +87,8 @@ async def test_constraints_enforced_by_the_code_are_in_the_schema(client: httpx.
     ]
     sid = next(p for p in rotate["parameters"] if p["name"] == "sid")
     assert sid["schema"]["pattern"] == "^[A-Za-z0-9_]+$"  # path parameters keep their Field constraints
-    assert _schema(spec, "SetStickyTtlBody")["properties"]["ttl_minutes"]["enum"] == [1, 2, 3, 5, 10, 15]
+    ttl = _schema(spec, "SetStickyTtlBody")["properties"]["ttl_minutes"]  # issue 36: 1 minute to 24 hours
+    assert (ttl["minimum"], ttl["maximum"]) == (1, 1440)
     assert _schema(spec, "QuoteIn")["properties"]["period_months"]["enum"] == [1, 3, 6, 12]
     assert set(_schema(spec, "BuyAddonBody")["properties"]["addon_type"]["enum"]) == {
         "udp",

@@ -132,7 +132,7 @@ async def test_rotating_sessions_and_usage_panels(client: httpx.AsyncClient, pla
     assert r.status_code == 303
     mode = (await client.get(f"{api}/mode", headers=auth)).json()
     assert (mode["mode"], mode["ttl_minutes"]) == ("sticky", 10)
-    bad = await post_form(client, url, f"{url}/sticky", {"do": "ttl", "ttl_minutes": "7"})
+    bad = await post_form(client, url, f"{url}/sticky", {"do": "ttl", "ttl_minutes": "1441"})
     assert bad.status_code == 422 and 'class="error"' in bad.text
 
     exit_ip = "127.0.0.1"  # rows as the gateway node writes them

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from proxyplane.adapters.web.base import call, has_op
 from proxyplane.core.errors import DomainError
 
-TTL_CHOICES = (1, 2, 3, 5, 10, 15)
+TTL_CHOICES = (1, 2, 3, 5, 10, 15, 30, 60, 120, 240, 720, 1440)  # minutes; the API takes any 1..1440
 STICKY_MODES = {
     "rotating": "Rotating: a new exit IP for every connection",
     "sticky": "Sticky: one exit IP per session id for the TTL",

@@ -68,6 +68,12 @@ class CredentialsOut(BaseModel):
     password_rotated: bool = Field(description="true only in the response of the call that rotated it")
 
 
+USERNAME_SYNTAX = (
+    "<login>[-country-<cc>[-region-<name|code>][-city-<name>]][-asn-<number>][-session-<sid>]"
+    "[-ttl-<1..1440>m|<1..24>h][-strict-1]"
+)
+
+
 class ConfigOut(BaseModel):
     service_id: uuid.UUID
     host: str
@@ -198,8 +204,8 @@ async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
         https_port=gw.https_port,
         socks5_port=gw.socks5_port,
         session_mode=settings.session_mode,
-        username_syntax="<login>[-session-<sid>][-ttl-<1|2|3|5|10|15>m][-country-<cc>]",
-        username_example=f"{svc.login}-session-abc123-ttl-10m-country-us",
+        username_syntax=USERNAME_SYNTAX,
+        username_example=f"{svc.login}-country-us-city-new_york-session-abc123-ttl-24h-strict-1",
         ttl_minutes_options=list(proxy.TTL_MINUTES),
         countries=sorted({c.lower() for c in countries if c}),
     )

@@ -30,7 +30,8 @@ from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 from proxyplane.storage.rowcount import rowcount
 
 API_WRITER = "api"
-TTL_MINUTES = (1, 2, 3, 5, 10, 15)
+TTL_MINUTES = (1, 2, 3, 5, 10, 15)  # the legacy door's choices (and the dashboard's first ones)
+TTL_MAX_MINUTES = 24 * 60  # v1/MCP and the username: any whole minute from 1 to 24 hours (issue 36)
 LOGIN_RE = re.compile(r"^[a-z0-9_]{3,32}$")
 
 
@@ -223,10 +224,8 @@ async def set_mode(session: AsyncSession, svc: Service, mode: str, pin: str | No
 
 async def set_ttl(session: AsyncSession, svc: Service, minutes: int) -> ProxySettings:
     require_rotating(svc)
-    if minutes not in TTL_MINUTES:
-        raise ValidationFailed(
-            f"ttl_minutes must be one of {', '.join(map(str, TTL_MINUTES))}", field="ttl_minutes"
-        )
+    if not 1 <= minutes <= TTL_MAX_MINUTES:
+        raise ValidationFailed(f"ttl_minutes must be 1 to {TTL_MAX_MINUTES} (24 hours)", field="ttl_minutes")
     row = await settings_row(session, svc)
     if row.sticky_ttl_seconds != minutes * 60:
         row.sticky_ttl_seconds = minutes * 60

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.bounds import documented
+from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, declares
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.proxy.ops import BASE, READ, WRITE, ServiceRef, owned
@@ -62,6 +63,8 @@ class StickySessionOut(BaseModel):
     exit_ip: str
     started_at: datetime
     expires_at: datetime
+    ttl_minutes: int = Field(description="the session's lifetime (its username's -ttl-, else the service's)")
+    expires_in_seconds: int = Field(description="seconds until expires_at, when read (0: ending now)")
     subuser_id: uuid.UUID | None = Field(
         default=None, description="the sub-user whose session it is; null: the service's own login"
     )
@@ -100,7 +103,8 @@ class TtlIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
     ttl_minutes: int = Field(
-        description="1, 2, 3, 5, 10 or 15", json_schema_extra=documented(enum=[1, 2, 3, 5, 10, 15])
+        ge=1, le=proxy.TTL_MAX_MINUTES, description="1 to 1440 minutes (24 hours): the TTL of sessions whose "
+        "username sets none (-ttl-30m, -ttl-24h set their own)"
     )
 
 
@@ -111,6 +115,8 @@ def session_out(row: StickyRow, public: dict[int, uuid.UUID] | None = None) -> S
         exit_ip=row.exit_ip,
         started_at=row.started_at,
         expires_at=row.expires_at,
+        ttl_minutes=max(1, round((row.expires_at - row.started_at).total_seconds() / 60)),
+        expires_in_seconds=max(0, int((row.expires_at - utcnow()).total_seconds())),
         subuser_id=None if pk is None or public is None else public.get(pk),
     )
 
@@ -313,7 +319,7 @@ register(
     Operation(
         name="set_sticky_ttl",
         extra=declares(Conflict),
-        summary="Set the sticky-session TTL: 1, 2, 3, 5, 10 or 15 minutes (for sessions started afterwards).",
+        summary="Set the sticky-session TTL: 1 minute to 24 hours (for sessions started afterwards).",
         method="PUT",
         path=f"{STICKY}/ttl",
         handler=put_ttl,
