@@ -64,7 +64,7 @@ async def test_plan_use_and_proxy_urls(
 
     page = (await client.get(url)).text
     assert "0 IPs" not in page
-    assert 'id="plan-used">1.5 GB<' in page and "10 GB a term" in page and 'id="plan-left">8.5 GB<' in page
+    assert 'id="plan-used">1.5 GB<' in page and "10 GB a month" in page and 'id="plan-left">8.5 GB<' in page
     assert "15.0% used" in page
     assert f"http://{login}:••••••••@127.0.0.44:18080" in page
     assert f"socks5h://{login}:••••••••@127.0.0.44:11080" in page

@@ -25,6 +25,7 @@ def install_dashboard(app: FastAPI) -> None:
         services,
         subusers,
         tickets,
+        traffic,
         two_factor_pages,
         webhooks,
     )
@@ -41,6 +42,7 @@ def install_dashboard(app: FastAPI) -> None:
         buy,
         services,
         service_tools,
+        traffic,  # issue 32: add traffic, auto top-up
         subusers,
         tickets,
         webhooks,

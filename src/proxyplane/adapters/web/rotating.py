@@ -1,4 +1,5 @@
-"""What a rotating service's page adds (issue 22.6): the plan's use this term against its quota, and
+"""What a rotating service's page adds (issue 22.6): the plan's use this period against its quota (issue 32:
+the enforced quota, its period, traffic bought, the add-traffic and auto top-up forms), and
 ready-to-copy proxy URLs (http:// and socks5h:// with login and password) with the username options
 explained. Reads only: get_service_usage over the current term, get_proxy_auth (revealed: the copy
 buttons carry the password; the text shows it masked)."""
@@ -16,13 +17,42 @@ from proxyplane.adapters.web.service_extras import optional
 from proxyplane.core.clock import utcnow
 from proxyplane.core.units import format_bytes
 
+PERIOD_WORDS = {"term": "a term", "month": "a month", "none": "(a package: never expires)"}
+HEADINGS = {"term": "this term", "month": "this month", "none": "of the package"}
+
 
 @dataclass(frozen=True)
 class PlanUse:
     plan: str  # "bandwidth" or "requests"
     used: int
-    quota: int
+    quota: int  # the limit of the period (the plan's quota + traffic bought for it)
     since: datetime
+    metered: Any = None  # get_service_quota's answer (issue 32): period, resets, bought traffic, top-up
+
+    @property
+    def period(self) -> str:
+        return self.metered.period if self.metered is not None else "term"
+
+    @property
+    def per(self) -> str:
+        return PERIOD_WORDS.get(self.period, "a term")
+
+    @property
+    def heading(self) -> str:
+        return HEADINGS.get(self.period, "this term")
+
+    @property
+    def plan_quota(self) -> int:
+        """The plan's own quota of a period (without traffic bought)."""
+        if self.metered is None:
+            return self.quota
+        own = self.metered.quota_bytes if self.plan == "bandwidth" else self.metered.quota_requests
+        return int(own) if own is not None else self.quota
+
+    @property
+    def buyable(self) -> bool:
+        """Traffic can be added (a byte quota: add_traffic, auto top-up)."""
+        return self.metered is not None and self.metered.quota_bytes is not None
 
     @property
     def percent(self) -> float:
@@ -64,9 +94,9 @@ async def plan_use(request: Request, svc: Any) -> PlanUse | None:
     if metered is not None:
         since = metered.period_start or svc.current_period_start
         if plan == "bandwidth" and metered.limit_bytes is not None:
-            return PlanUse(plan, metered.used_bytes, metered.limit_bytes, since)
+            return PlanUse(plan, metered.used_bytes, metered.limit_bytes, since, metered)
         if plan == "requests" and metered.quota_requests is not None:
-            return PlanUse(plan, metered.used_requests, metered.quota_requests, since)
+            return PlanUse(plan, metered.used_requests, metered.quota_requests, since, metered)
     span = {
         "service_id": str(svc.service_id),
         "start": svc.current_period_start.isoformat(),
