@@ -1,4 +1,4 @@
-"""Issue 19.4: schemathesis, every check, its stateful phase, against the real app over HTTP finds nothing.
+"""Issue 19.4 (30.6: with its coverage phase): schemathesis, every check, its stateful phase, against the real app over HTTP finds nothing.
 
 A small run (a few examples per operation, seconds); the full-size run is `python -m bench.contract`
 (bench/README.md). The server runs in a thread of this process on the test database."""
@@ -11,4 +11,4 @@ from proxyplane.core.settings import Settings
 
 
 def test_schemathesis_finds_no_failure(settings: Settings) -> None:
-    assert run_contract(settings, examples=2, phases="examples,fuzzing,stateful") == 0
+    assert run_contract(settings, examples=2, phases="examples,coverage,fuzzing,stateful") == 0

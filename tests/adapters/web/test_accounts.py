@@ -155,6 +155,23 @@ async def test_password_change_wrong_current_shows_error(client: httpx.AsyncClie
     assert "current password is not correct" in r.text
 
 
+async def test_current_password_checks_share_the_sign_in_throttle(platform: Platform) -> None:
+    """Issue 30.2: a signed-in browser (a stolen session cookie) cannot guess the current password at will:
+    the password change, the email change and turning 2FA off check it behind the sign-in's throttle."""
+    async with client_from(platform, fresh_ip()) as c:
+        await signup(c)
+        wrong = {"current_password": "nope nope nope", "new_password": "x" * 10, "new_password2": "x" * 10}
+        codes = [(await post_form(c, "/security", "/security/password", wrong)).status_code for _ in range(6)]
+        assert codes[:5] == [422] * 5 and codes[5] == 429, codes
+        right = {"current_password": PASSWORD, "new_password": "x" * 10, "new_password2": "x" * 10}
+        r = await post_form(c, "/security", "/security/password", right)
+        assert r.status_code == 429 and "Too many wrong passwords" in r.text  # nothing verified meanwhile
+        moved = {"current_password": PASSWORD, "new_email": f"moved-{fresh_ip()}@example.com"}
+        r = await post_form(c, "/security", "/security/email", moved)
+        assert r.status_code == 429 and "Too many wrong passwords" in r.text
+        assert (await c.get("/security")).status_code == 200  # still signed in: slowed, never locked out
+
+
 async def test_login_history_in_page_and_api(platform: Platform) -> None:
     from tests.support import bearer
 

@@ -181,6 +181,12 @@ async def _security(
     )
 
 
+PASSWORD_REFUSED = {  # the current password, checked behind the sign-in's throttle
+    "wrong": (422, "The current password is not correct."),
+    "throttled": (429, "Too many wrong passwords: wait a few minutes and try again."),
+}
+
+
 @router.get("/security")
 async def security(request: Request) -> Response:
     await require_login(request)
@@ -200,6 +206,9 @@ async def change_password(request: Request) -> Response:
         signed = await invoke(platform, web_ops.CHANGE_PASSWORD, caller(request), change)
     except DomainError as exc:
         return await _security(request, exc.http_status, {"password": exc.message})
+    if signed.outcome != "ok":
+        status, message = PASSWORD_REFUSED[signed.outcome]
+        return await _security(request, status, {"password": message})
     response = redirect(
         request, "/security", "Password changed. Every other signed-in browser was signed out."
     )

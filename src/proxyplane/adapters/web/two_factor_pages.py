@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web import sessions
-from proxyplane.adapters.web.account import _security, anonymous, safe_next
+from proxyplane.adapters.web.account import PASSWORD_REFUSED, _security, anonymous, safe_next
 from proxyplane.adapters.web.base import WebRoute, call, form, platform_of, redirect, render, require_login
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.accounts import two_factor
@@ -19,6 +19,8 @@ router = APIRouter(route_class=WebRoute, include_in_schema=False)
 WRONG = {
     "wrong": (422, "That code is not right (or was used already)."),
     "throttled": (429, "Too many wrong codes: wait a minute and try again."),
+    "wrong_password": PASSWORD_REFUSED["wrong"],
+    "password_throttled": PASSWORD_REFUSED["throttled"],
 }
 
 
@@ -134,6 +136,9 @@ async def change_email(request: Request) -> Response:
         sent = await call(request, "web_change_email", body)
     except DomainError as exc:
         return await _security(request, exc.http_status, {"email": exc.message})
+    if sent.outcome in PASSWORD_REFUSED:
+        status, message = PASSWORD_REFUSED[sent.outcome]
+        return await _security(request, status, {"email": message})
     return redirect(request, "/security", f"We sent a confirmation link to {sent.email}: open it to switch.")
 
 

@@ -77,15 +77,35 @@ async def sign_in(
     return customer
 
 
-async def change_password(session: AsyncSession, customer_id: int, current: str, new: str) -> None:
+async def current_password(session: AsyncSession, customer: Customer, password: str, client_ip: str) -> str:
+    """ok | wrong | throttled: a signed-in customer's current password (changing the password or the email,
+    turning 2FA off) behind the same throttle keys as the sign-in (a stolen session cookie must not become
+    an unthrottled password oracle). Nothing is verified while throttled; a wrong password counts, so the
+    caller returns the outcome as an answer (its count commits) instead of raising."""
+    keys = await password_keys(session, customer.email, client_ip)
+    if not (await throttle.check(session, keys)).allowed:
+        return "throttled"
+    if not verify_password(customer.password_hash, password):
+        await throttle.record_failure(session, keys)
+        return "wrong"
+    await throttle.record_success(session, keys)
+    return "ok"
+
+
+async def change_password(
+    session: AsyncSession, customer_id: int, current: str, new: str, client_ip: str
+) -> str:
+    """ok | wrong | throttled (see current_password); a bad new password raises ValidationFailed."""
     customer = await get_customer(session, customer_id)
-    if not verify_password(customer.password_hash, current):
-        raise ValidationFailed("the current password is not correct", field="current_password")
     check_password(new)
+    outcome = await current_password(session, customer, current, client_ip)
+    if outcome != "ok":
+        return outcome
     if new == current:
         raise ValidationFailed("the new password must differ from the current one", field="new_password")
     customer.password_hash = hash_password(new)
     await session.flush()
+    return "ok"
 
 
 class LoginHistoryQuery(BaseModel):

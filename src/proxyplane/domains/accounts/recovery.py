@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import as_utc, utcnow
 from proxyplane.core.errors import Conflict, ValidationFailed
-from proxyplane.core.security import hash_password, verify_password
+from proxyplane.core.security import hash_password
+from proxyplane.domains.accounts import logins
 from proxyplane.domains.accounts.service import check_password, find_by_email, get_customer, normalise_email
 from proxyplane.domains.mail.compose import render
 from proxyplane.domains.mail.outbox import queue
@@ -136,7 +137,9 @@ class EmailChange(BaseModel):
 
 
 class LinkOutcome(BaseModel):
-    outcome: str = Field(description="ok | expired | used | unknown | sent")
+    outcome: str = Field(
+        description="ok | expired | used | unknown | sent | wrong | throttled (current password)"
+    )
     email: str = ""
 
 
@@ -221,8 +224,11 @@ async def reset_password(ctx: Context, data: NewPassword) -> LinkOutcome:
 async def change_email(ctx: Context, data: EmailChange) -> LinkOutcome:
     """Sends a confirmation link to the new address; the account keeps the old one until it is opened."""
     customer = await get_customer(ctx.session, ctx.customer_id)
-    if not verify_password(customer.password_hash, data.current_password):
-        raise ValidationFailed("the current password is not correct", field="current_password")
+    checked = await logins.current_password(
+        ctx.session, customer, data.current_password, ctx.caller.client_ip
+    )
+    if checked != "ok":  # wrong | throttled: an answer (the throttle's count commits), not an error
+        return LinkOutcome(outcome=checked)
     new = normalise_email(data.new_email)
     if new == customer.email:
         raise ValidationFailed("this is already your address", field="new_email")

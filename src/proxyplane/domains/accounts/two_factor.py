@@ -22,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core import totp
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
-from proxyplane.core.security import sign, verify_password, verify_signature
-from proxyplane.domains.accounts import throttle
+from proxyplane.core.security import sign, verify_signature
+from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.recovery import notice
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.accounts.web_ops import Signed, open_session
@@ -134,7 +134,11 @@ class Status(BaseModel):
     email: str
     email_verified: bool
     enabled: bool
-    outcome: str = Field(default="ok", description="of a code-checked change: ok | wrong | throttled")
+    outcome: str = Field(
+        default="ok",
+        description="of a code-checked change: ok | wrong | throttled; of the current password: "
+        "wrong_password | password_throttled",
+    )
     recovery_codes_left: int
     app_passwords: list[AppPasswordInfo]
 
@@ -223,8 +227,12 @@ async def new_recovery_codes(ctx: Context, data: Code) -> Codes:
 
 async def disable(ctx: Context, data: Disable) -> Status:
     customer = await get_customer(ctx.session, ctx.customer_id)
-    if not verify_password(customer.password_hash, data.current_password):
-        raise ValidationFailed("the current password is not correct", field="current_password")
+    checked = await logins.current_password(
+        ctx.session, customer, data.current_password, ctx.caller.client_ip
+    )
+    if checked != "ok":  # an answer, not an error: the throttle's count commits
+        outcome = "wrong_password" if checked == "wrong" else "password_throttled"
+        return (await status(ctx, Empty())).model_copy(update={"outcome": outcome})
     outcome = await guarded_code(ctx, customer.id, data.code)
     if outcome != "ok":  # an answer, not an error: the throttle's count commits
         return (await status(ctx, Empty())).model_copy(update={"outcome": outcome})

@@ -142,7 +142,11 @@ async def sign_in(ctx: Context, data: SignIn) -> Signed:
 
 async def change_password(ctx: Context, data: PasswordChange) -> Signed:
     """New password; every session of the customer ends and this browser gets a fresh one."""
-    await logins.change_password(ctx.session, ctx.customer_id, data.current_password, data.new_password)
+    outcome = await logins.change_password(
+        ctx.session, ctx.customer_id, data.current_password, data.new_password, ctx.caller.client_ip
+    )
+    if outcome != "ok":  # an answer, not an error: the throttle's count commits
+        return Signed(outcome=outcome, customer_id=ctx.customer_id)
     await end_sessions(ctx.session, ctx.customer_id)
     token = await open_session(ctx.session, ctx.customer_id, ctx.caller.client_ip, ctx.caller.user_agent)
     return Signed(outcome="ok", customer_id=ctx.customer_id, token=token)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from proxyplane.core.bounds import documented
 from proxyplane.core.clock import utcnow
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.events.service import balance_threshold
@@ -29,7 +30,9 @@ class NotificationsUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     balance_low_threshold_cents: int | None = Field(default=None, ge=1, le=100_000_000)
-    email: dict[str, bool] | None = Field(default=None, description=EMAIL_HELP)
+    email: dict[str, bool] | None = Field(
+        default=None, description=EMAIL_HELP, json_schema_extra=documented(propertyNames={"enum": list(KINDS)})
+    )
 
     @field_validator("email")
     @classmethod

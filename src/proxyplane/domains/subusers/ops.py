@@ -24,6 +24,7 @@ COUNTRIES = Field(
     default=None,
     max_length=250,
     description="ISO 3166-1 alpha-2 codes the sub-user may exit from (rotating services); null: any",
+    json_schema_extra=documented(items={"type": "string", "pattern": "^[A-Za-z]{2}$"}),
 )
 
 
