@@ -7,6 +7,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
+import proxyplane.domains.quotas.metering as quota_metering
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.services import service as services
 from proxyplane.gateway.usage_sink import add_usage
@@ -151,6 +152,7 @@ async def test_stats_rate_errors(client: httpx.AsyncClient, platform: Platform, 
         minutes.append(minutes[0] | {"minute": now - back, "requests": n})
     async with platform.db.unit_of_work() as uow:
         await add_usage(uow.session, platform.db.is_sqlite, minutes, [])
+        await quota_metering.apply_usage(uow.session, minutes[:2])  # the gateway's flush of this minute
         await uow.commit()
     day, before = now.strftime("%Y-%m-%d"), (now - timedelta(days=3, minutes=7)).strftime("%Y-%m-%d")
     r = await client.get(f"/api/stats/{number}", headers=auth(account))
@@ -167,3 +169,30 @@ async def test_stats_rate_errors(client: httpx.AsyncClient, platform: Platform, 
     other = await make_account(platform)
     r = await client.get(f"/api/networkstatus/errors/{static}", headers=auth(other))
     assert (r.status_code, r.content) == (400, b'{"error":"Unprocessable Entity. ClientID not found"}')
+
+
+async def test_rate_reads_the_enforced_quota(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    """Issue 32: /api/rate of a metered bandwidth plan is its period's limit (bought traffic included) and
+    use in MB, as get_service_quota reads them."""
+    from tests.adapters.legacy.support import GATEWAY, add_product
+    from tests.domains.quotas.support import flush
+
+    config = {"plan": "bandwidth", "quota_bytes": 2 * 10**9, "quota_period": "month", "gb_price_cents": 100}
+    config |= {"exit_pool": "proxy_datacenter", "gateway": GATEWAY}
+    pid, _ = await add_product(platform, "proxy_rotating", 400, config)
+    await fresh_stock(platform, "proxy_datacenter", "MD", 6)
+    await account.credit(10_000)
+    number = (await buy(client, account, pid, setip=None))["serviceId"]
+    async with platform.db.unit_of_work(write=False) as uow:
+        svc = await services.get_by_number(uow.session, number)
+        assert svc is not None
+    await flush(platform, svc.service_id, 1_234_567_890)
+    r = await client.get(f"/api/rate/{number}", headers=auth(account))
+    assert r.content == b'[{"limit":2000,"rate":1234.57}]'
+    h = bearer(await account.key())
+    url = f"/api/v1/customer/services/{svc.service_id}/traffic"
+    assert (await client.post(url, json={"gb": 1, "idempotency_key": "l1"}, headers=h)).status_code == 200
+    r = await client.get(f"/api/rate/{number}", headers=auth(account))
+    assert r.content == b'[{"limit":3000,"rate":1234.57}]'

@@ -20,6 +20,7 @@ from proxyplane.core.units import MB  # decimal, as everywhere (core/units.py)
 from proxyplane.domains.legacy.handlers import owned_service
 from proxyplane.domains.legacy.wire import Money, fail, legacy_get, timestamp
 from proxyplane.domains.proxy import service as proxy
+from proxyplane.domains.quotas import service as quotas
 from proxyplane.domains.services import service as services
 from proxyplane.domains.services.ops import emit_changed
 from proxyplane.domains.usage import service as usage
@@ -133,13 +134,21 @@ async def stats(ctx: Context, ref: StickyRef) -> list[dict[str, Any]]:
 
 
 async def rate(ctx: Context, ref: StickyRef) -> list[dict[str, Any]]:
-    """The plan's quota and what the current term used (requests, or MB)."""
+    """The plan's quota and what the current period used (requests, or MB): for a metered service
+    (issue 32) the enforced quota's period (term, month or none) and limit (traffic bought included), as
+    get_service_quota reads it; else the term's usage against the plan's quota."""
     svc = await owned_service(ctx, ref.id)
     if not proxy.is_rotating(svc):
         raise fail()
     if svc.current_period_start is None:
         return []
     plan, limit = _plan(svc)
+    metered = await quotas.usage(ctx.session, svc)
+    if metered is not None:
+        if plan == "bandwidth" and metered.limit_bytes is not None:
+            return [{"limit": metered.limit_bytes // MB, "rate": _amount(plan, 0, metered.used_bytes)}]
+        if plan == "requests" and metered.quota_requests is not None:
+            return [{"limit": metered.quota_requests, "rate": metered.used_requests}]
     t = await usage.totals(
         ctx.session, svc.service_id, svc.current_period_start, utcnow() + timedelta(minutes=1)
     )
