@@ -33,6 +33,8 @@ from proxyplane.domains.services import ops as _services  # noqa: F401
 from proxyplane.domains.stock import operator_ops as _operator_stock  # noqa: F401
 from proxyplane.domains.stock import prefix_ops as _prefix_ops  # noqa: F401  (IPv6: issue 16)
 from proxyplane.domains.subusers import ops as _subusers  # noqa: F401
+from proxyplane.domains.team import ops as _team  # noqa: F401  (team accounts: issue 34.5)
+from proxyplane.domains.team import web_ops as _team_web  # noqa: F401  (issue 34.5)
 from proxyplane.domains.tickets import operator_ops as _operator_tickets  # noqa: F401
 from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
 from proxyplane.domains.usage import ops as _usage  # noqa: F401

@@ -29,6 +29,7 @@ from proxyplane.core.errors import (
 )
 from proxyplane.core.text_input import forbid_nul
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
+from proxyplane.domains.team import activity
 from proxyplane.observability.metrics import observed
 from proxyplane.storage.engine import UnitOfWork
 from proxyplane.storage.repos import idempotency
@@ -61,6 +62,9 @@ class Caller:
     operator_id: int | None = None
     role: str = ""
     actor: str = ""
+    # a team member acting on the account (issue 34.5: team_members.id; `role` is then theirs, `actor` is
+    # who they are): the dashboard session's membership, or the member who made the API key
+    member_id: int | None = None
 
     @classmethod
     def anonymous(cls, client_ip: str = "", channel: str = "rest") -> Caller:
@@ -186,6 +190,9 @@ def check_access(op: Operation, caller: Caller) -> None:
         raise Unauthorized("an API key is required: send Authorization: Bearer <API_KEY>")
     if op.auth == Auth.KEY:
         missing = sorted(op.scopes - caller.scopes)
+        if not missing and caller.member_id is not None and op.effect == Effect.SPENDS_MONEY:
+            # a team member's role must allow spending, whatever else the operation asks (issue 34.5)
+            missing = sorted({"wallet:spend"} - caller.scopes)
         if missing:
             raise MissingScope(
                 f"this API key lacks the scope(s) {', '.join(missing)} required by {op.name}",
@@ -288,6 +295,8 @@ async def invoke(
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
+        if activity.noted(op, caller):  # who did what on the account (domains/team/activity.py)
+            await activity.note(uow.session, op, caller, data)
         await uow.commit(final=True)  # nothing runs in the unit of work after it
     return result
 
@@ -349,6 +358,8 @@ async def _invoke_keyed(
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
         )
+        if activity.noted(op, caller):  # who did what on the account (domains/team/activity.py)
+            await activity.note(uow.session, op, caller, data)
         if store:
             # dumped once, straight to JSON text (pydantic-core; was a dict, then json.dumps)
             response = result.model_dump_json() if isinstance(result, BaseModel) else "{}"

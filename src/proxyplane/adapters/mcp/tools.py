@@ -287,6 +287,7 @@ def caller_from(context: MCPContext[Any, Any]) -> Caller:
         customer_id=principal.customer_id,
         key_id=principal.key_id,
         scopes=principal.scopes,
+        member_id=principal.member_id,
         client_ip=ip,
         channel="mcp",
         user_agent=headers.get("user-agent", ""),

@@ -61,6 +61,7 @@ async def caller_of(
         customer_id=principal.customer_id,
         key_id=principal.key_id,
         scopes=principal.scopes,
+        member_id=principal.member_id,
         client_ip=ip,
         channel=channel,
         user_agent=user_agent,

@@ -24,6 +24,7 @@ def install_dashboard(app: FastAPI) -> None:
         service_tools,
         services,
         subusers,
+        team_pages,
         tickets,
         traffic,
         two_factor_pages,
@@ -48,6 +49,7 @@ def install_dashboard(app: FastAPI) -> None:
         webhooks,
         mail_pages,  # issue 34: emailed links, unsubscribe, notification settings
         two_factor_pages,  # issue 34: the sign-in code step, two-factor, app passwords
+        team_pages,  # issue 34.5: team members, invitations, the activity log
     ):
         app.include_router(module.router)
         pages.update(

@@ -109,7 +109,13 @@ async def login(request: Request) -> Response:
 async def signup_page(request: Request) -> Response:
     if await attach_session(request) is not None:
         return redirect(request, "/overview")
-    return render(request, "signup.html")
+    # an invitation's "create a sign-in" comes back to the invitation (issue 34.5)
+    return render(
+        request,
+        "signup.html",
+        next=safe_next(request.query_params.get("next", "/overview")),
+        email_value=request.query_params.get("email", "")[:320],
+    )
 
 
 @router.post("/signup")
@@ -119,7 +125,7 @@ async def signup(request: Request) -> Response:
     email = str(data.get("email", "")).strip()
     name = str(data.get("name", ""))
     password = str(data.get("password", ""))
-    values = {"email_value": email, "name_value": name}
+    values = {"email_value": email, "name_value": name, "next": safe_next(str(data.get("next", "/overview")))}
     if password != str(data.get("password2", "")):
         return render(
             request, "signup.html", status=422, errors={"password2": "The passwords differ."}, **values
@@ -139,7 +145,7 @@ async def signup(request: Request) -> Response:
         return page
     response = redirect(
         request,
-        "/overview",
+        str(values["next"]) if values["next"] != "/" else "/overview",
         "Welcome! Your account is ready. We sent you a link to confirm your email address: confirm it to "
         "buy (you can top up your wallet already).",
     )
@@ -152,7 +158,10 @@ async def logout(request: Request) -> Response:
     row = await require_login(request)
     await form(request)
     await invoke(
-        platform_of(request), web_ops.SIGN_OUT, caller(request), web_ops.SessionRef(session_id=row.id)
+        platform_of(request),
+        web_ops.SIGN_OUT,
+        caller(request, personal=True),
+        web_ops.SessionRef(session_id=row.id),
     )
     response = redirect(request, "/login", "You are signed out.")
     sessions.clear_session_cookie(request, response)
@@ -203,7 +212,7 @@ async def change_password(request: Request) -> Response:
         return await _security(request, 422, {"password": "The new passwords differ."})
     change = web_ops.PasswordChange(current_password=str(data.get("current_password", "")), new_password=new)
     try:
-        signed = await invoke(platform, web_ops.CHANGE_PASSWORD, caller(request), change)
+        signed = await invoke(platform, web_ops.CHANGE_PASSWORD, caller(request, personal=True), change)
     except DomainError as exc:
         return await _security(request, exc.http_status, {"password": exc.message})
     if signed.outcome != "ok":

@@ -23,6 +23,8 @@ from proxyplane.core.errors import DomainError, ValidationFailed
 from proxyplane.core.product_names import humanize, product_name
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.core.units import format_bytes
+from proxyplane.domains.team import roles
+from proxyplane.domains.team import service as team
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
@@ -96,14 +98,48 @@ async def attach_session(request: Request) -> WebSession | None:
     row = await sessions.load_session(platform, request)
     request.state.web_session = row
     request.state.email = ""
+    request.state.acting = None
     if row is not None:
         async with platform.db.unit_of_work(write=False) as uow:
             customer = await uow.session.get(Customer, row.customer_id)
+            # a team member's browser acts on the account of its membership while it lasts (issue 34.5)
+            if customer is not None and row.member_id is not None:
+                request.state.acting = await team.acting(uow.session, row.member_id, row.customer_id)
         if customer is None or customer.status != "active":
             request.state.web_session = None
             return None
         request.state.email = customer.email
     return row
+
+
+# operations on the signed-in PERSON whatever account the browser acts on (issue 34.5): their password,
+# sessions, second factor, app passwords, address, sign-in history, OAuth consents and their teams
+PERSONAL = frozenset(
+    {
+        "web_change_password",
+        "web_sign_out",
+        "web_list_sessions",
+        "web_end_session",
+        "web_create_app_password",
+        "web_revoke_app_password",
+        "web_change_email",
+        "get_login_history",
+        "web_accept_invitation",
+        "web_my_accounts",
+        "web_switch_account",
+    }
+)
+PERSONAL_PREFIXES = ("web_two_factor_", "web_oauth_")
+
+
+def personal(name: str) -> bool:
+    return name in PERSONAL or name.startswith(PERSONAL_PREFIXES)
+
+
+def acting_on(request: Request) -> team.Acting | None:
+    """The team account this browser acts on (None: the signed-in person's own)."""
+    found: team.Acting | None = getattr(request.state, "acting", None)
+    return found
 
 
 async def require_login(request: Request) -> WebSession:
@@ -113,14 +149,31 @@ async def require_login(request: Request) -> WebSession:
     return row
 
 
-def caller(request: Request) -> Caller:
+def caller(request: Request, personal: bool = False) -> Caller:
+    """The dashboard's caller: the signed-in person on their own account, or, when the browser acts on a
+    team account (and the operation is not `personal`), that account with the member's role's scopes."""
     row = web_session(request)
+    ip, agent = sessions.client_ip(request), request.headers.get("user-agent", "")[:300]
+    email = getattr(request.state, "email", "")
+    acting = acting_on(request)
+    if acting is not None and not personal:
+        return Caller(
+            customer_id=acting.account_id,
+            scopes=roles.scopes_of(acting.role),
+            client_ip=ip,
+            channel="web",
+            user_agent=agent,
+            role=acting.role,
+            actor=email,
+            member_id=acting.member_id,
+        )
     return Caller(
         customer_id=row.customer_id,
         scopes=ALL_SCOPES,
-        client_ip=sessions.client_ip(request),
+        client_ip=ip,
         channel="web",
-        user_agent=request.headers.get("user-agent", "")[:300],
+        user_agent=agent,
+        actor=email,
     )
 
 
@@ -143,7 +196,7 @@ async def call(
             model = op.input.model_validate(data or {})
         except ValidationError as exc:
             raise ValidationFailed(validation_message(exc)) from None
-    return await invoke(platform_of(request), op, caller(request), model, door_key=door_key)
+    return await invoke(platform_of(request), op, caller(request, personal(name)), model, door_key=door_key)
 
 
 def has_op(name: str) -> bool:
@@ -177,6 +230,7 @@ def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HT
         flash=flash,
         signed_in=row is not None,
         email=getattr(request.state, "email", ""),
+        acting=getattr(request.state, "acting", None),
         path=request.url.path,
         has_op=has_op,
         pages=page_paths(request),

@@ -35,6 +35,8 @@ class KeyPrincipal:
     scopes: frozenset[str]
     # every spend confirmed by the person over MCP (api_keys.confirm_spending; fixed at the key's creation)
     confirm_spending: bool = False
+    # the team member who made the key (issue 34.5), or None (the account's own key)
+    member_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -115,8 +115,10 @@ async def create_api_key(ctx: Context, data: ApiKeyCreate) -> ApiKeyCreated:
         ctx.customer_id,
         data.name,
         frozenset(s.value for s in data.scopes),
-        granted_by=ctx.caller.scopes if ctx.caller.key_id is not None else None,
+        # a key, or a team member (issue 34.5: never beyond the role), cannot grant what it lacks
+        granted_by=ctx.caller.scopes if ctx.caller.key_id is not None or ctx.caller.member_id else None,
         confirm_spending=data.confirm_spending or bool(creator is not None and creator.confirm_spending),
+        member_id=ctx.caller.member_id,
     )
     await caps.set_caps(ctx.session, key.id, data.spend_limit_daily_cents, data.spend_limit_total_cents)
     cap = (await caps.caps_of(ctx.session, [key.id])).get(key.id, caps.NO_CAPS)

@@ -31,6 +31,7 @@ async def create_key(
     granted_by: frozenset[str] | None = None,
     confirm_spending: bool = False,
     prefix: str | None = None,
+    member_id: int | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key; `granted_by` is the creating key's scopes: a key cannot grant what it lacks.
     `prefix` replaces the shown prefix of the raw key (an OAuth grant's row, whose raw key is never used)."""
@@ -55,6 +56,7 @@ async def create_key(
         key_hash=hash_api_key(raw),
         prefix=prefix if prefix is not None else raw[: len(API_KEY_PREFIX) + 6],
         confirm_spending=confirm_spending,
+        member_id=member_id,
     )
     session.add(key)
     await session.flush()
@@ -96,6 +98,7 @@ _KEY_BY_DIGEST = (
         ApiKey.last_used_ip,
         ApiKey.confirm_spending,
         Customer.status,
+        ApiKey.member_id,
     )
     .join(Customer, Customer.id == ApiKey.customer_id)
     .where(ApiKey.key_hash == bindparam("digest"))
@@ -127,7 +130,7 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
         row = found[0] if found else None
     if row is None:
         return None
-    key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, confirm, status = row
+    key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, confirm, status, member_id = row
     if isinstance(scopes, str):  # JSON text from a driver without the JSON codec
         scopes = json.loads(scopes)
     if last_used_at is not None:  # as UTCDateTime gives it through the session
@@ -135,7 +138,11 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
     if revoked_at is not None or status != "active":
         return None
     principal = KeyPrincipal(
-        key_id=key_id, customer_id=customer_id, scopes=frozenset(scopes), confirm_spending=bool(confirm)
+        key_id=key_id,
+        customer_id=customer_id,
+        scopes=frozenset(scopes),
+        confirm_spending=bool(confirm),
+        member_id=member_id,
     )
     cache.put(digest, principal, generation, (last_used_at, last_used_ip))
     return principal

@@ -16,6 +16,7 @@ from proxyplane.storage.models import spending as _spending  # noqa: F401  (API-
 from proxyplane.storage.models import stock_free as _stock_free  # noqa: F401  (free-IP counts: issue 15)
 from proxyplane.storage.models import subuser_rollups as _subuser_rollups  # noqa: F401  (issue 18)
 from proxyplane.storage.models import subusers as _subusers  # noqa: F401  (sub-users: issue 18)
+from proxyplane.storage.models import team as _team  # noqa: F401  (team accounts: issue 34.5)
 from proxyplane.storage.models import throttles as _throttles  # noqa: F401  (issue 30)
 from proxyplane.storage.models import usage_rollups as _usage_rollups  # noqa: F401  (issue 15)
 from proxyplane.storage.models.base import Base

@@ -45,3 +45,5 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # every spend through this key asks the person over MCP (elicitation) first (issue 21.3, 0018g)
     confirm_spending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # the team member who made it (issue 34.5: team_members.id): revoked with the member, capped by the role
+    member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from proxyplane.core.clock import utcnow
@@ -25,3 +25,5 @@ class WebSession(Base):
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # the team membership this browser acts through (issue 34.5: team_members.id; null: the own account)
+    member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -1,0 +1,61 @@
+"""The account's activity log (issue 34.5): who did what. `invoke()` notes every write a member makes (on
+any door) and every write made in the dashboard (the holder's too); member changes note themselves. The
+holder's own API-key and legacy calls are not noted here (the hot order path stays one statement: its
+events and ledger already say what happened)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from proxyplane.core.clock import utcnow
+from proxyplane.storage.repos import team as repo
+
+if TYPE_CHECKING:
+    from proxyplane.ops import Caller, Operation
+
+HIDDEN = ("password", "code", "token", "secret", "csrf", "pending", "session_id", "current")
+# dashboard plumbing that is not an action on the account
+SKIPPED = frozenset({"web_touch_session", "web_sign_out", "web_switch_account", "web_accept_invitation"})
+
+
+def noted(op: Operation, caller: Caller) -> bool:
+    """Whether invoke() notes this call (a write by a member, or any write in the dashboard)."""
+    if caller.customer_id is None or op.effect == "read" or op.name in SKIPPED:
+        return False
+    return caller.member_id is not None or caller.channel == "web"
+
+
+def detail_of(data: BaseModel | None) -> str:
+    """The call's input without anything secret, as short JSON."""
+    if data is None:
+        return ""
+    values: dict[str, Any] = {
+        k: v
+        for k, v in data.model_dump(mode="json").items()
+        if not any(word in k for word in HIDDEN) and v not in (None, "", [], {})
+    }
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))[:1000] if values else ""
+
+
+async def note(session: Any, op: Operation, caller: Caller, data: BaseModel | None) -> None:
+    assert caller.customer_id is not None
+    await note_action(session, caller.customer_id, caller.member_id, caller, op.name, detail_of(data))
+
+
+async def note_action(
+    session: Any, account_id: int, member_id: int | None, caller: Caller, action: str, detail: str
+) -> None:
+    await repo.record(
+        session,
+        account_id,
+        member_id,
+        caller.actor,
+        action,
+        detail,
+        caller.channel,
+        caller.client_ip,
+        utcnow(),
+    )
