@@ -2,7 +2,7 @@
 api_keys.member_id (issue 34.5)
 
 Revision ID: 0032
-Revises: 0031
+Revises: 0035
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from alembic import op
 from proxyplane.storage.types import UTCDateTime
 
 revision: str = "0032"
-down_revision: str | Sequence[str] | None = "0031"
+down_revision: str | Sequence[str] | None = "0035"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
