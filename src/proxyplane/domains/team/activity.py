@@ -16,9 +16,21 @@ from proxyplane.storage.repos import team as repo
 if TYPE_CHECKING:
     from proxyplane.ops import Caller, Operation
 
-HIDDEN = ("password", "code", "token", "secret", "csrf", "pending", "session_id", "current")
-# dashboard plumbing that is not an action on the account
-SKIPPED = frozenset({"web_touch_session", "web_sign_out", "web_switch_account", "web_accept_invitation"})
+HIDDEN = ("password", "code", "token", "secret", "csrf", "pending", "session_id", "current", "idempotency")
+# dashboard plumbing that is not an action on the account, and the member changes (they note themselves,
+# on every door: domains/team/service.py)
+SKIPPED = frozenset(
+    {
+        "web_touch_session",
+        "web_sign_out",
+        "web_switch_account",
+        "web_accept_invitation",
+        "invite_member",
+        "change_member_role",
+        "remove_member",
+        "revoke_invitation",
+    }
+)
 
 
 def noted(op: Operation, caller: Caller) -> bool:
