@@ -132,6 +132,7 @@ class AccessTable:
         self.unseal: Callable[[str], str] | None = None  # decrypts ServiceEntry.sealed
         # sub-users' derived entries (gateway/subusers.py) by metering id, by login, by whitelisted client IP
         self._subs: dict[str, tuple[ServiceEntry, ...]] = {}  # service_id -> its sub-users' derived entries
+        self._metered: set[str] = set()  # ids of the services with a quota (issue 32: the metrics' count)
         self._sub_by_id: dict[str, ServiceEntry] = {}
         self._sub_by_login: dict[str, ServiceEntry] = {}
         self._sub_wl: dict[str, Slot] = {}
@@ -175,6 +176,11 @@ class AccessTable:
         self._listeners.append(callback)
 
     @property
+    def metered(self) -> int:
+        """How many services in the table carry a quota."""
+        return len(self._metered)
+
+    @property
     def sub_counts(self) -> SubCounts:
         return self._sub_counts
 
@@ -204,6 +210,7 @@ class AccessTable:
     def _index(self, entry: ServiceEntry) -> None:
         if entry.quota is not None:
             quotas.track(entry.quota, self._sub_counts)
+            self._metered.add(entry.service_id)
         if entry.subusers:
             self._index_subs(entry)
         if entry.kind == "static":
@@ -223,6 +230,7 @@ class AccessTable:
 
     def _unindex(self, entry: ServiceEntry) -> None:
         sid = entry.service_id
+        self._metered.discard(sid)
         if entry.subusers:
             self._unindex_subs(sid)
         if entry.kind == "static":
@@ -322,8 +330,9 @@ class AuthError(Exception):
     """Authentication refused; ``reason`` is the metering error category (an AuthFailure value),
     ``service_id`` the service it is counted for when one is known (None: the node's unattributed)."""
 
-    def __init__(self, message: str, reason: str = AuthFailure.UNKNOWN_LOGIN,
-                 service_id: str | None = None) -> None:
+    def __init__(
+        self, message: str, reason: str = AuthFailure.UNKNOWN_LOGIN, service_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = str(reason)  # a plain str: metered rows and metric labels
         self.service_id = service_id
@@ -354,8 +363,9 @@ def _failure(access: AccessProvider, static_ip: str | None, login: str | None) -
     return refused(AuthFailure.WRONG_PASSWORD if known is not None else AuthFailure.UNKNOWN_LOGIN, known)
 
 
-def authenticate(access: AccessProvider, static_ip: str | None, client_ip: str,
-                 login: str | None, password: str | None) -> Grant:
+def authenticate(
+    access: AccessProvider, static_ip: str | None, client_ip: str, login: str | None, password: str | None
+) -> Grant:
     """Credentials if given, else the client-IP whitelist (``client_ip`` is only read then).
 
     ``static_ip`` is the listen IP on a static listener, None on the rotating gateway.

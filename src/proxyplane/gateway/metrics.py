@@ -144,6 +144,10 @@ GAUGES = {
     "usage_spool_bytes": "Bytes of metered usage in the node's spool, not yet in the store",
     "usage_spool_files": "Usage batches in the node's spool, not yet in the store",
     "store_unreachable": "1 while the store refuses the node's usage writes (usage is spooled)",
+    "quota_services": "Services with a traffic or request quota in the node's access table (issue 32)",
+    "quota_data_age_seconds": "Seconds since the node last read the store's quota state (0: no quota)",
+    "quota_data_stale": "1 while the node enforces quotas on data it could not refresh or report (store "
+    "unreachable: it keeps refusing on what it knew and counts)",
 }
 COLLECTOR = NodeCollector()
 REGISTRY.register(COLLECTOR)

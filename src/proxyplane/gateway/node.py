@@ -139,6 +139,8 @@ class GatewayNode:
         self.addresses.on_prefixes = self.gateway.ctx.destinations.set_host  # this host: never a destination
         self.started = False
         self.polled = 0.0  # when the change log was last read (time.time())
+        # the change log unread this long: the quota data (and the access table) are stale (issue 32)
+        self.stale_after = max(5.0, 20 * settings.poll_seconds)
         self.store.poll = metrics.timed(self.store.poll, self._polled)  # type: ignore[method-assign]
         self.store.on_applied = metrics.CHANGE_LAG.observe
         self.metrics: MetricsServer | None = None
@@ -149,19 +151,35 @@ class GatewayNode:
     def gauges(self) -> dict[str, float]:
         """The node's part of the gateway metrics (metrics.NodeCollector)."""
         age = time.time() - self.polled if self.polled else 0.0
+        metered = self.table.metered
         return {
             "access_table_services": len(self.table),
             "store_poll_age_seconds": age,
             "usage_spool_bytes": self.spool.bytes,
             "usage_spool_files": self.spool.files,
             "store_unreachable": 1.0 if self.spool.store_error is not None else 0.0,
+            "quota_services": metered,
+            "quota_data_age_seconds": age if metered else 0.0,
+            "quota_data_stale": 1.0 if metered and self.quota_stale() is not None else 0.0,
         }
 
+    def quota_stale(self) -> str | None:
+        """Why the node's quota data (issue 32) may be behind the other nodes', or None. It keeps enforcing
+        what it loaded plus what it counts itself (never free traffic), but it cannot learn the others'
+        use (the change log is not read) or they cannot learn its own (its usage is spooled, not stored)."""
+        age = time.time() - self.polled if self.polled else 0.0
+        if age > self.stale_after:
+            return f"quota data stale: the change log was last read {age:.0f} s ago"
+        if self.spool.store_error is not None:
+            return "quota data stale: this node's usage is not in the store"
+        return None
+
     def degraded(self) -> str | None:
-        """Serving, but not as it should: the store cannot take usage (it is spooled meanwhile)."""
+        """Serving, but not as it should: the store cannot take usage (it is spooled meanwhile), or, with
+        metered services, the change log cannot be read (quotas are what the node last loaded)."""
         if self.spool.store_error is not None:
             return f"store unreachable, usage spooled ({self.spool.files} batches): {self.spool.store_error}"
-        return None
+        return self.quota_stale() if self.table.metered else None
 
     def not_ready(self) -> str | None:
         """Readiness: None once the access table is loaded and the listeners are open, until a drain."""
