@@ -185,6 +185,32 @@ def operator_op(
     )
 
 
+def web_op(
+    name: str,
+    handler: object,
+    input: type[BaseModel] | None,
+    output: type[BaseModel] | None,
+    *,
+    effect: Effect = Effect.WRITE,
+    auth: Auth = Auth.KEY,
+) -> Operation:
+    """A dashboard action `web_<name>`: served by the web door only (never REST or MCP), called by the
+    dashboard's pages through invoke with the signed-in customer (Auth.KEY) or nobody (Auth.NONE)."""
+    return Operation(
+        name=f"web_{name}",
+        summary=f"dashboard: {name.replace('_', ' ')}",
+        method="POST",
+        path=f"/{name}",
+        handler=handler,  # type: ignore[arg-type]
+        input=input,
+        output=output,
+        effect=effect,
+        auth=auth,
+        mcp=False,
+        doors=frozenset({"web"}),
+    )
+
+
 def check_access(op: Operation, caller: Caller) -> None:
     if op.auth == Auth.KEY and caller.customer_id is None:
         raise Unauthorized("an API key is required: send Authorization: Bearer <API_KEY>")

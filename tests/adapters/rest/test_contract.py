@@ -1,4 +1,5 @@
-"""Issue 19.4 (30.6: with its coverage phase): schemathesis, every check, its stateful phase, against the real app over HTTP finds nothing.
+"""Issue 19.4 (30.6: with its coverage phase): schemathesis, every check, its stateful phase, against the
+real app over HTTP finds nothing.
 
 A small run (a few examples per operation, seconds); the full-size run is `python -m bench.contract`
 (bench/README.md). The server runs in a thread of this process on the test database."""

@@ -20,7 +20,7 @@ from proxyplane.domains.accounts import logins
 from proxyplane.domains.accounts.service import check_password, find_by_email, get_customer, normalise_email
 from proxyplane.domains.mail.compose import render
 from proxyplane.domains.mail.outbox import queue
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Auth, Context, Effect, Operation, register, web_op
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Customer
 from proxyplane.storage.models.account_security import AccountToken
@@ -288,19 +288,7 @@ WEB = frozenset({"web"})
 def _op(
     name: str, handler: object, input: type[BaseModel], auth: Auth = Auth.NONE, effect: Effect = Effect.WRITE
 ) -> Operation:
-    return Operation(
-        name=f"web_{name}",
-        summary=f"dashboard: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/{name}",
-        handler=handler,  # type: ignore[arg-type]
-        input=input,
-        output=LinkOutcome,
-        effect=effect,
-        auth=auth,
-        mcp=False,
-        doors=WEB,
-    )
+    return web_op(name, handler, input, LinkOutcome, effect=effect, auth=auth)
 
 
 VERIFY_EMAIL = _op("verify_email", verify_email, Link)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound
 from proxyplane.domains.accounts.web_ops import end_sessions
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Context, Effect, Operation, register, web_op
 from proxyplane.storage.models import WebSession
 
 
@@ -79,19 +79,7 @@ async def end_session(ctx: Context, data: EndSession) -> Sessions:
 
 
 def _op(name: str, handler: object, input: type[BaseModel], effect: Effect) -> Operation:
-    return Operation(
-        name=f"web_{name}",
-        summary=f"dashboard: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/{name}",
-        handler=handler,  # type: ignore[arg-type]
-        input=input,
-        output=Sessions,
-        effect=effect,
-        auth=Auth.KEY,
-        mcp=False,
-        doors=frozenset({"web"}),
-    )
+    return web_op(name, handler, input, Sessions, effect=effect)
 
 
 LIST_SESSIONS = _op("list_sessions", list_sessions, SessionsQuery, Effect.READ)

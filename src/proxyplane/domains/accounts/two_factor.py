@@ -27,7 +27,7 @@ from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.recovery import notice
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.accounts.web_ops import Signed, open_session
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Auth, Context, Effect, Operation, register, web_op
 from proxyplane.storage.models import Customer
 from proxyplane.storage.models.account_security import AppPassword, RecoveryCode, TwoFactor
 from proxyplane.storage.repos import account_security as repo
@@ -322,19 +322,7 @@ def _op(
     auth: Auth = Auth.KEY,
     effect: Effect = Effect.WRITE,
 ) -> Operation:
-    return Operation(
-        name=f"web_{name}",
-        summary=f"dashboard: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/{name}",
-        handler=handler,  # type: ignore[arg-type]
-        input=input,
-        output=output,
-        effect=effect,
-        auth=auth,
-        mcp=False,
-        doors=frozenset({"web"}),
-    )
+    return web_op(name, handler, input, output, effect=effect, auth=auth)
 
 
 STATUS = _op("two_factor_status", status, Empty, Status, effect=Effect.READ)

@@ -20,7 +20,7 @@ from proxyplane.core.errors import RateLimited
 from proxyplane.core.text_input import Label
 from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.service import create_customer
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Auth, Context, Operation, register, web_op
 from proxyplane.storage.models import WebSession
 
 WEB = frozenset({"web"})
@@ -168,19 +168,7 @@ async def touch_session(ctx: Context, data: SessionRef) -> None:
 def _op(
     name: str, handler: object, input: type[BaseModel], auth: Auth, output: type[BaseModel] | None
 ) -> Operation:
-    return Operation(
-        name=f"web_{name}",
-        summary=f"dashboard: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/{name}",
-        handler=handler,  # type: ignore[arg-type]
-        input=input,
-        output=output,
-        effect=Effect.WRITE,
-        auth=auth,
-        mcp=False,
-        doors=WEB,
-    )
+    return web_op(name, handler, input, output, auth=auth)
 
 
 SIGN_UP = _op("sign_up", sign_up, SignUp, Auth.NONE, Signed)

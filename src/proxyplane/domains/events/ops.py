@@ -31,7 +31,9 @@ class NotificationsUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     balance_low_threshold_cents: int | None = Field(default=None, ge=1, le=100_000_000)
     email: dict[str, bool] | None = Field(
-        default=None, description=EMAIL_HELP, json_schema_extra=documented(propertyNames={"enum": list(KINDS)})
+        default=None,
+        description=EMAIL_HELP,
+        json_schema_extra=documented(propertyNames={"enum": list(KINDS)}),
     )
 
     @field_validator("email")

@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.mail.notify import KINDS, read_unsubscribe
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Auth, Context, Effect, Operation, register, web_op
 from proxyplane.storage.models import Customer, NotificationSettings
 
 
@@ -61,19 +61,7 @@ async def unsubscribe(ctx: Context, data: Unsubscribe) -> Unsubscribed:
 
 
 def _op(name: str, handler: object, effect: Effect) -> Operation:
-    return Operation(
-        name=f"web_{name}",
-        summary=f"dashboard: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/{name}",
-        handler=handler,  # type: ignore[arg-type]
-        input=Unsubscribe,
-        output=Unsubscribed,
-        effect=effect,
-        auth=Auth.NONE,
-        mcp=False,
-        doors=frozenset({"web"}),
-    )
+    return web_op(name, handler, Unsubscribe, Unsubscribed, effect=effect, auth=Auth.NONE)
 
 
 READ_UNSUBSCRIBE = _op("read_unsubscribe", read_token, Effect.READ)
