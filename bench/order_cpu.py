@@ -79,7 +79,6 @@ def layers(platform: Platform, customer_id: int, key: str) -> list[tuple[str, Ca
                 use_balance=True,
                 payment_method="card",
                 idempotency_key=data.idempotency_key,
-                postgres=uow.dialect == "postgresql",
             )
             await uow.commit()
 

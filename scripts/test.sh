@@ -4,8 +4,20 @@
 # Debian's packages when missing and we are root). Set PROXYPLANE_SKIP_POSTGRES=1 to skip (not in CI).
 # The two engine runs are independent processes on their own databases and temp dirs, so they run side
 # by side (each keeps about one core busy); PROXYPLANE_TEST_SERIAL=1 runs them one after the other.
+# Then the lean forms' oracle (issue 31): PROXYPLANE_LEAN_OFF_TESTS (the order, stock, wallet and storage
+# tests) once more on PostgreSQL with PROXYPLANE_LEAN_STORAGE=0, so each lean form meets its plain twin;
+# PROXYPLANE_LEAN_OFF_TESTS="" skips it, and it does not run when tests are named on the command line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+lean_off_tests="${PROXYPLANE_LEAN_OFF_TESTS-tests/domains/orders tests/domains/stock tests/domains/wallet tests/storage}"
+if [ "$#" -gt 0 ]; then lean_off_tests=""; fi
+
+lean_off() {  # the plain path as the oracle of every lean form (PostgreSQL, after the engine runs)
+  [ -n "$lean_off_tests" ] || return 0
+  echo "== tests on PostgreSQL with the lean forms off: $lean_off_tests"
+  # shellcheck disable=SC2086
+  PROXYPLANE_LEAN_STORAGE=0 PROXYPLANE_TEST_DATABASE_URL="$1" python -m pytest -q $lean_off_tests
+}
 bash scripts/install.sh
 export PATH="$PWD/.venv/bin:$PATH"
 # Browser tests drive Debian's Chromium (never `playwright install`): install it when missing and root.
@@ -31,6 +43,7 @@ if [ "${PROXYPLANE_TEST_SERIAL:-}" = 1 ]; then
   env -u PROXYPLANE_TEST_DATABASE_URL python -m pytest "$@"
   echo "== tests on PostgreSQL ($pg_url)"
   PROXYPLANE_TEST_DATABASE_URL="$pg_url" python -m pytest "$@"
+  lean_off "$pg_url"
   exit 0
 fi
 
@@ -46,4 +59,5 @@ postgres_rc=0; wait "$postgres_pid" || postgres_rc=$?
 echo "== tests on SQLite (exit $sqlite_rc)"; cat "$work/sqlite.log"
 echo "== tests on PostgreSQL (exit $postgres_rc)"; cat "$work/postgres.log"
 rm -rf "$work"
-[ "$sqlite_rc" = 0 ] && [ "$postgres_rc" = 0 ]
+[ "$sqlite_rc" = 0 ] && [ "$postgres_rc" = 0 ] || exit 1
+lean_off "$pg_url"

@@ -164,18 +164,8 @@ STORAGE_DRIVER = {
 }
 STORAGE_DIALECT = {
     "domains/apikeys/service.py": "the lone key read on PostgreSQL: " + _NOT_MOVED,
-    "domains/catalog/ops.py": "passes postgres= to the catalog purchase (issue 31, step 3)",
-    "domains/catalog/service.py": "postgres= flag on to the allocation (issue 31, step 3)",
-    "domains/ips/ops.py": "passes postgres= (issue 31, step 3)",
-    "domains/ips/service.py": "postgres= flag on to the allocation (issue 31, step 3)",
-    "domains/legacy/handlers.py": "passes postgres= to orders (issue 31, step 3)",
-    "domains/legacy/service_put.py": "passes postgres= (issue 31, step 3)",
     "domains/oauth/service.py": "the token read sent alone on PostgreSQL: " + _NOT_MOVED,
-    "domains/orders/ops.py": "passes postgres= to place_order (issue 31, step 3)",
-    "domains/orders/service.py": "place_order's PostgreSQL retry path (savepoint, waiting picks)",
-    "domains/stock/allocate.py": "postgres= flag on to IPv6 subnets (issue 31, step 3)",
     "domains/stock/bulk.py": "the bulk import: COPY on PostgreSQL; the next move",
-    "domains/stock/service.py": "the allocation's savepoint and waiting retry on PostgreSQL",
     "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
     "gateway/changes.py": _GATEWAY_STORE,
     "gateway/local_ips.py": _GATEWAY_STORE,

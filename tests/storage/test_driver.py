@@ -14,10 +14,12 @@ from sqlalchemy.exc import IntegrityError
 
 from proxyplane.platform import Platform
 from proxyplane.storage.driver import DriverScript, DriverStatement
+from proxyplane.storage.lean_setting import LEAN
 from proxyplane.storage.models import IdempotencyRecord
 from tests.support import make_account
 
 pytestmark = pytest.mark.anyio
+LEAN_ONLY = pytest.mark.skipif(not LEAN, reason="the lean form itself (PROXYPLANE_LEAN_STORAGE=0: off)")
 _RECORDS = cast(Table, IdempotencyRecord.__table__)
 _INSERT = DriverStatement(insert(_RECORDS).returning(_RECORDS.c.id))
 
@@ -81,6 +83,7 @@ async def test_a_constraint_violation_is_an_integrity_error(platform: Platform) 
     assert await _keys(platform, account.customer_id) == {}
 
 
+@LEAN_ONLY
 async def test_a_driver_script_is_one_round_trip_on_postgresql(platform: Platform) -> None:
     """Parameterless statements together (PostgreSQL: one simple query, one statement for the listeners),
     in the transaction: the savepoint it opens is there for the next statements to roll back to."""

@@ -17,11 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.platform import Platform
 from proxyplane.storage import transaction
 from proxyplane.storage.driver import DriverStatement, LeanSession
+from proxyplane.storage.lean_setting import LEAN
 from proxyplane.storage.models import IdempotencyRecord
 from tests.storage.test_transaction import _CLAIM, _STORE, _record, _stored
 from tests.support import make_account
 
 pytestmark = pytest.mark.anyio
+LEAN_ONLY = pytest.mark.skipif(not LEAN, reason="the lean form itself (PROXYPLANE_LEAN_STORAGE=0: off)")
 _RECORDS = cast(Table, IdempotencyRecord.__table__)
 _INSERT = {
     "postgresql": DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing()),
@@ -29,6 +31,7 @@ _INSERT = {
 }
 
 
+@LEAN_ONLY
 async def test_driver_statements_and_commit_without_a_session(platform: Platform) -> None:
     account = await make_account(platform)
     cid = account.customer_id
@@ -47,6 +50,7 @@ async def test_driver_statements_and_commit_without_a_session(platform: Platform
     assert await _stored(platform, cid) == {"a": {}, "b": {"x": 1}}
 
 
+@LEAN_ONLY
 async def test_the_orm_joins_the_same_transaction(platform: Platform) -> None:
     account = await make_account(platform)
     cid = account.customer_id

@@ -19,8 +19,10 @@ from sqlalchemy.exc import IntegrityError
 from proxyplane.storage import sqlite_driver
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import Database, UnitOfWork
+from proxyplane.storage.lean_setting import LEAN
 
 pytestmark = pytest.mark.anyio
+LEAN_ONLY = pytest.mark.skipif(not LEAN, reason="the lean form itself (PROXYPLANE_LEAN_STORAGE=0: off)")
 
 _INSERT = DriverStatement(text("INSERT INTO t (v) VALUES (:v) RETURNING id"))
 
@@ -67,6 +69,7 @@ class _Ticker:
         self._task.cancel()
 
 
+@LEAN_ONLY
 async def test_a_writing_unit_of_work_runs_on_the_loop_from_begin_to_commit(db: Database) -> None:
     async with db.unit_of_work() as uow:
         first = await _adapter(uow)
@@ -88,6 +91,7 @@ async def test_a_writing_unit_of_work_runs_on_the_loop_from_begin_to_commit(db: 
         assert (await uow.session.execute(text("SELECT sum(v) FROM t"))).scalar() == sum(range(100, 110))
 
 
+@LEAN_ONLY
 async def test_a_reader_reads_on_the_loop_and_writes_on_the_thread(db: Database) -> None:
     async with db.unit_of_work(write=False) as uow:
         adapted = await _adapter(uow)
@@ -121,6 +125,7 @@ async def test_waiting_for_another_writer_does_not_block_the_loop(db: Database, 
         other.close()
 
 
+@LEAN_ONLY
 async def test_long_statements_go_to_the_thread(db: Database) -> None:
     many = [{"v": v} for v in range(sqlite_driver.MANY_ON_LOOP + 1)]
     count = text(
@@ -141,6 +146,7 @@ async def test_long_statements_go_to_the_thread(db: Database) -> None:
         await uow.commit()
 
 
+@LEAN_ONLY
 async def test_a_statement_slow_once_comes_back_to_the_loop_when_fast_on_the_thread(db: Database) -> None:
     """One slow run (a collector pass, a page fault) must not send an ordinary statement to the thread for
     good: it runs there once, fast, and is back on the loop from then on."""
@@ -193,6 +199,7 @@ async def test_concurrent_writers_on_one_loop_keep_every_increment(db: Database)
         assert (await uow.session.execute(text("SELECT v FROM t WHERE id = 1"))).scalar() == 50
 
 
+@LEAN_ONLY
 async def test_checkpoints_run_on_the_thread_and_big_commits_too(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,10 +15,12 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from proxyplane.platform import Platform
 from proxyplane.storage import transaction
 from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.lean_setting import LEAN
 from proxyplane.storage.models import Customer, IdempotencyRecord
 from tests.support import make_account
 
 pytestmark = pytest.mark.anyio
+LEAN_ONLY = pytest.mark.skipif(not LEAN, reason="the lean form itself (PROXYPLANE_LEAN_STORAGE=0: off)")
 _RECORDS = cast(Table, IdempotencyRecord.__table__)
 _CLAIM = DriverStatement(pg_insert(_RECORDS).on_conflict_do_nothing())
 _STORE = DriverStatement(
@@ -47,6 +49,7 @@ async def _stored(platform: Platform, customer_id: int) -> dict[str, Any]:
         return {r.key: r.response for r in rows}
 
 
+@LEAN_ONLY
 async def test_begin_with_and_commit_with_round_trip_literal_values(platform: Platform) -> None:
     account = await make_account(platform)
     postgres = not platform.db.is_sqlite
@@ -107,6 +110,7 @@ async def test_commit_flushes_pending_orm_changes(platform: Platform) -> None:
     assert await _stored(platform, account.customer_id) == {key: {"ok": True}}
 
 
+@LEAN_ONLY
 async def test_statements_are_prepared_once_per_connection(platform: Platform) -> None:
     """PostgreSQL: the claim and the store become EXECUTEs of statements prepared on the connection (the
     store, first seen inside a transaction, from the connection's next BEGIN on); values stay exact."""

@@ -53,7 +53,7 @@ class GatewaySettings(BaseSettings):
     deny_destinations: str = "default"
     limit_refresh_seconds: float = 1.0
     full_reload_seconds: float = 3600.0  # gateway/store.py backstop (O(everything) per node: keep it rare)
-    tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine when built (docs/decisions.md)
+    tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine if built (decisions/gateway.md)
     static_bind: str = "0.0.0.0,::"  # wildcard addresses of the static listeners (comma-separated)
     fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: automatic)
     service_fd_share: float = 0.5  # of the node's descriptor budget, per service

@@ -24,7 +24,7 @@ class Settings(BaseSettings):
     stripe_webhook_secret: str = ""
     min_deposit_cents: int = 500
     max_deposit_cents: int = 1_000_000
-    # webhooks (see docs/decisions.md "Webhooks, events and tickets")
+    # webhooks (see docs/decisions/events-webhooks.md "Webhooks, events and tickets")
     webhooks_allow_http_loopback: bool = False  # development only: http:// and loopback targets allowed
     webhook_timeout_seconds: float = 10.0
     webhook_max_attempts: int = 20

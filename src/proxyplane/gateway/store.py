@@ -1,6 +1,6 @@
 """The store-backed access table: load every servable service into the AccessTable and keep it current.
 
-Change detection (docs/decisions.md "Gateway change log (issue 14)"):
+Change detection (docs/decisions/gateway.md "Gateway", 1. Change log):
 - database triggers (migration 0012c) stamp a row of ``gateway_changes`` with a new sequence number for
   every service whose rows change (services, IPs, whitelist, add-ons, proxy settings) and for every
   rotating pool whose stock changes, whoever the writer is;

@@ -10,6 +10,9 @@ applied), no expanding IN parameters, and for an INSERT only Python-side default
 zero-argument callables. Pending ORM changes are flushed first (as Session.execute's autoflush would), the
 engine's `before_cursor_execute` listeners still see every statement (statement counts stay true), and a
 driver error is raised as SQLAlchemy's DBAPIError subclass, as through the session.
+
+With the lean forms off (storage/lean_setting.py) every statement here goes through the session instead
+(`session.execute`: the plain twin; rows come back as SQLAlchemy Rows, result processing applied).
 """
 
 from __future__ import annotations
@@ -17,12 +20,16 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import text
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import DBAPIError, ResourceClosedError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
+
+from proxyplane.storage.lean_setting import LEAN
 
 # the driver-level state of a transaction, kept while the transaction object lives (not in session.info)
 _STATE: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
@@ -41,6 +48,7 @@ class DriverStatement:
 
     def __init__(self, stmt: ClauseElement) -> None:
         self.stmt = stmt
+        self._plain = cast(Executable, stmt)  # the plain twin's (lean forms off) statement
         self._compiled: dict[tuple[str, frozenset[str]], _Compiled] = {}
 
     def _compile(self, dialect: Any, keys: frozenset[str]) -> _Compiled:
@@ -82,6 +90,8 @@ class DriverStatement:
     async def rows(self, session: AsyncSession, params: Mapping[str, Any] | None = None) -> list[Any]:
         """Execute once; the result rows (tuples / asyncpg records), [] for a statement without rows."""
         params = params or {}
+        if not LEAN:
+            return _rows(await session.execute(self._plain, params))
         conn, dialect = await _connection(session)
         c = self._compile(dialect, frozenset(params))
         args = self._args(c, params)
@@ -93,6 +103,8 @@ class DriverStatement:
         and builds a session. The connection goes back to the pool as it came (nothing to roll back)."""
         params = params or {}
         async with engine.connect() as conn:
+            if not LEAN:
+                return _rows(await conn.execute(self._plain, params))
             fairy = await conn.get_raw_connection()
             state = (conn.sync_connection, fairy.dbapi_connection, fairy.driver_connection)
             c = self._compile(conn.dialect, frozenset(params))
@@ -106,6 +118,9 @@ class DriverStatement:
     async def many(self, session: AsyncSession, params: Sequence[Mapping[str, Any]]) -> None:
         """Execute once per parameter set (executemany), every set with the same keys."""
         if not params:
+            return
+        if not LEAN:
+            await session.execute(self._plain, list(params))
             return
         conn, dialect = await _connection(session)
         c = self._compile(dialect, frozenset(params[0]))
@@ -122,12 +137,26 @@ class DriverScript:
         self.sql = "; ".join(parts)
 
     async def run(self, session: AsyncSession) -> None:
+        if not LEAN:
+            for part in self.parts:
+                await session.execute(text(part))
+            return
         conn, dialect = await _connection(session)
         if dialect.name == "postgresql":
             await _run(conn, dialect, self.sql, (), many=False, simple=True)
             return
         for part in self.parts:
             await _run(conn, dialect, part, (), many=False)
+
+
+def _rows(result: Any) -> list[Any]:
+    """The plain twin's rows (a statement without rows: [])."""
+    if isinstance(result, CursorResult) and not result.returns_rows:
+        return []
+    try:
+        return list(result.all())
+    except ResourceClosedError:  # an ORM session's result of a statement without rows
+        return []
 
 
 async def _connection(session: AsyncSession) -> tuple[Any, Any]:

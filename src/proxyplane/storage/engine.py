@@ -17,6 +17,7 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 from proxyplane.core.call import CallContext
 from proxyplane.storage import sqlite_driver, transaction
 from proxyplane.storage.driver import DriverStatement, LeanSession
+from proxyplane.storage.lean_setting import LEAN
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 
@@ -27,7 +28,7 @@ class Database:
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             engine_kwargs.setdefault("connect_args", {"timeout": 30})
-            if url.startswith("sqlite+aiosqlite"):  # statements on the loop once they cannot wait
+            if LEAN and url.startswith("sqlite+aiosqlite"):  # statements on the loop once they cannot wait
                 engine_kwargs.setdefault("module", sqlite_driver.dbapi())
         else:
             engine_kwargs.setdefault("pool_size", 30)
@@ -67,8 +68,8 @@ class Database:
 
     def unit_of_work(self, write: bool = True, lean: bool = False) -> UnitOfWork:
         """`lean` (PostgreSQL only; ignored on SQLite): the session is a LeanSession (storage/driver.py), a
-        checked-out connection until something needs the ORM."""
-        return UnitOfWork(self, write, lean=lean and not self.is_sqlite)
+        checked-out connection until something needs the ORM (and the lean forms are on: lean_setting)."""
+        return UnitOfWork(self, write, lean=lean and LEAN and not self.is_sqlite)
 
     async def warm(self, connections: int | None = None) -> int:
         """PostgreSQL: open up to `connections` pool connections at once (default: the pool's size) and

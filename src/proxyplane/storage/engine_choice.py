@@ -1,20 +1,17 @@
 """Which engine a unit of work runs on, and whether its lean forms are used (issue 31): asked here, in
 storage/, never in domains/.
 
-`LEAN` is the one setting of the lean machinery (environment PROXYPLANE_LEAN_STORAGE, on unless "0"):
-off, every lean PostgreSQL form (the paid-in-full statement, the merged order statements, the allocation's
-CTE) gives way to its plain twin, so a PostgreSQL run with it off checks each lean form against the plain
-path (the oracle). SQLite has no lean forms of its own here.
+`LEAN` is the one setting of the lean machinery (storage/lean_setting.py, environment
+PROXYPLANE_LEAN_STORAGE, on unless "0"): off, every lean form gives way to its plain twin, so a run with it
+off checks each lean form against the plain path (the oracle).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from proxyplane.storage.driver import LeanSession
-
-LEAN = os.environ.get("PROXYPLANE_LEAN_STORAGE", "1") != "0"
+from proxyplane.storage.lean_setting import LEAN as LEAN
 
 
 def dialect_name(session: Any) -> str:

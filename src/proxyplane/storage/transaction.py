@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from proxyplane.storage.driver import _STATE, DriverStatement, LeanSession
+from proxyplane.storage.lean_setting import LEAN
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")  # asyncpg's positional parameters in a compiled statement
 # statements worth preparing (name -> SQL with $n parameters), and per driver connection the names it holds
@@ -69,7 +70,9 @@ async def commit(session: AsyncSession, final: bool = False) -> bool:
     adapter begins one itself). False (nothing done: the caller uses Session.commit) otherwise, for a
     transaction whose driver state is not known, an inactive transaction (a failed flush: Session.commit
     raises) or when commit listeners are registered on the session or its connection (e.g. apikeys'
-    cache drop after commit)."""
+    cache drop after commit), and always with the lean forms off (storage/lean_setting.py)."""
+    if not LEAN:
+        return False
     sync = session.sync_session
     txn = sync.get_transaction()
     cached = _STATE.get(txn) if txn is not None else None
@@ -102,8 +105,9 @@ async def commit(session: AsyncSession, final: bool = False) -> bool:
 
 async def begin_with(session: AsyncSession, stmt: DriverStatement, params: Mapping[str, Any]) -> str | None:
     """PostgreSQL, as the transaction's first statement: `BEGIN; <stmt>` as one simple query. Its command
-    status ('INSERT 0 1'), or None when this does not apply (nothing was sent)."""
-    found = _simple_state(session)
+    status ('INSERT 0 1'), or None when this does not apply (nothing was sent; always with the lean forms
+    off)."""
+    found = _simple_state(session) if LEAN else None
     if found is None or session.new or session.dirty or session.deleted:
         return None
     (sync_conn, adapted, driver), dialect = found
@@ -128,8 +132,9 @@ async def begin_with(session: AsyncSession, stmt: DriverStatement, params: Mappi
 
 async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapping[str, Any]) -> bool:
     """PostgreSQL: `<stmt>; COMMIT` as one simple query ending a transaction `begin_with` began (pending ORM
-    changes flushed first). False when this does not apply (nothing was sent)."""
-    found = _simple_state(session)
+    changes flushed first). False when this does not apply (nothing was sent; always with the lean forms
+    off)."""
+    found = _simple_state(session) if LEAN else None
     if found is None:
         return False
     (sync_conn, adapted, driver), dialect = found

@@ -110,7 +110,7 @@ async def test_refused_and_rolled_back_changes_emit_nothing(
     assert r.status_code in (402, 409), r.text
     async with platform.db.unit_of_work() as uow:  # a free refresh that is rolled back
         svc = await services.get_owned(uow.session, b.account.customer_id, uuid.UUID(b.sid))
-        await ips.refresh(uow.session, svc, None, 0, can_spend=True, postgres=uow.dialect == "postgresql")
+        await ips.refresh(uow.session, svc, None, 0, can_spend=True)
         await uow.rollback()
     assert await events(platform, b, "service.ips") == [] and await events(platform, b, "addon.") == []
 

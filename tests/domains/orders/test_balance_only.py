@@ -50,7 +50,6 @@ async def order(platform: Platform, account: Account, processor: Any, balance_on
             use_balance=True,
             payment_method="card",
             idempotency_key=uuid.uuid4().hex,
-            postgres=uow.dialect == "postgresql",
             balance_only=balance_only,
         )
         await uow.commit()

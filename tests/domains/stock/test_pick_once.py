@@ -46,9 +46,7 @@ async def test_an_allocation_takes_what_it_asks_and_its_picks_run_once(platform:
     try:
         async with platform.db.unit_of_work() as uow:
             postgres = uow.dialect == "postgresql"
-            got = await allocate.take(
-                uow.session, svc.service_id, "proxy_datacenter", "maxmind", [("LV", 8)], postgres=postgres
-            )
+            got = await allocate.take(uow.session, svc.service_id, "proxy_datacenter", "maxmind", [("LV", 8)])
             held = await uow.session.scalar(
                 select(func.count()).select_from(ServiceIp).where(ServiceIp.service_id == svc.service_id)
             )

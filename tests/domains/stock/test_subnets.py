@@ -56,11 +56,10 @@ async def _service(platform: Platform, account: Account) -> uuid.UUID:
 async def test_allocate_release_reuse(platform: Platform, account: Account) -> None:
     prefix = await fresh_prefix(platform, "PT", length=62)  # 4 subnets: exhaustion is reachable
     first, second = await _service(platform, account), await _service(platform, account)
-    postgres = platform.db.engine.dialect.name == "postgresql"
     async with platform.db.unit_of_work() as uow:
         assert await subnets.availability(uow.session, "maxmind", ["PT"]) == {"PT": 4}
         seq_before = await uow.session.scalar(select(func.max(GatewayChange.seq)))
-        got = await subnets.take(uow.session, first, "maxmind", [("PT", 3)], postgres=postgres)
+        got = await subnets.take(uow.session, first, "maxmind", [("PT", 3)])
         await uow.commit()
     assert [a.address for a in got] == [subnets.subnet_at(prefix, 64, i) for i in range(3)]
     assert all(ipaddress.IPv6Network(a.address).subnet_of(ipaddress.IPv6Network(prefix)) for a in got)
@@ -69,12 +68,12 @@ async def test_allocate_release_reuse(platform: Platform, account: Account) -> N
         assert change is not None and change.seq > (seq_before or 0)  # the trigger logged the service
         assert await subnets.availability(uow.session, "maxmind", ["PT"]) == {"PT": 1}
         # 2 wanted, 1 left: a short answer, the caller decides
-        short = await subnets.take(uow.session, second, "maxmind", [("PT", 2)], postgres=postgres)
+        short = await subnets.take(uow.session, second, "maxmind", [("PT", 2)])
         assert [a.address for a in short] == [subnets.subnet_at(prefix, 64, 3)]
         assert await subnets.release(uow.session, first, {got[1].address}) == 1
         row = next(p for p in await subnets.list_prefixes(uow.session) if p.prefix == prefix)
         assert (row.subnets, row.used, row.free) == (4, 3, 1)
-        reused = await subnets.take(uow.session, second, "maxmind", [("PT", 1)], postgres=postgres)
+        reused = await subnets.take(uow.session, second, "maxmind", [("PT", 1)])
         assert [a.address for a in reused] == [got[1].address]  # released first, cursor unchanged
         assert await subnets.availability(uow.session, "maxmind", ["PT"]) == {}
         live = await uow.session.scalar(
@@ -97,7 +96,6 @@ async def test_deleted_service_subnets_are_sold_again(platform: Platform, accoun
             first,
             "maxmind",
             [("RO", 3)],
-            postgres=platform.db.engine.dialect.name == "postgresql",
         )
         await uow.commit()
     assert len(got) == 3
@@ -115,7 +113,6 @@ async def test_deleted_service_subnets_are_sold_again(platform: Platform, accoun
             second,
             "maxmind",
             [("RO", 4)],
-            postgres=platform.db.engine.dialect.name == "postgresql",
         )
         await uow.commit()
     assert sorted(a.address for a in again) == sorted(

@@ -7,7 +7,7 @@ How the server asks, per era: in 2026-07-28 the tool answers its first round wit
 the same call with the answer; the SDK client drives that loop. A 2025-11-25 client that declared
 elicitation at `initialize` has a stateful session (sessions.py), so the tool sends `elicitation/create`
 on it and waits for the answer. A 2025-11-25 client without elicitation is stateless and cannot be asked:
-a key or token that requires confirmation is refused there with a clear error (docs/decisions.md)."""
+a key or token that requires confirmation is refused there with a clear error (docs/decisions/mcp.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The key check's in-process cache: a valid key's principal for at most CACHE_SECONDS, so an
 authenticated request does not open a unit of work of its own just to read its key.
 
-Bound (docs/decisions.md "API key check"): a key revoked through this process is refused from the
-revoking commit on (the entry is dropped when revoke_key runs and again after its commit, and a read
+Bound (bench/results/control-plane-diary.md "API key check"): a key revoked through this process is refused
+from the revoking commit on (the entry is dropped when revoke_key runs and again after its commit, and a read
 that started before a drop never fills the cache); revoked in another process, or its customer
 disabled by any means, it is refused within CACHE_SECONDS. Only valid keys are cached (an unknown or
 revoked key is read every time, as before), at most CACHE_MAX of them per database.

@@ -120,7 +120,6 @@ async def create_service(ctx: Context, data: CreateServiceIn) -> ServiceCreated:
         product_id=data.product_id,
         parameters=data.parameters,
         whitelist_ips=whitelist,
-        postgres=ctx.uow.dialect == "postgresql",
     )
     invoice_id = None
     if created:

@@ -110,7 +110,6 @@ async def buy(
     product_id: uuid.UUID,
     parameters: dict[str, Any],
     whitelist_ips: list[str],
-    postgres: bool,
 ) -> tuple[Service, bool]:
     """(service, created). Paid from the wallet (402 when short, nothing changed); a new purchase gets
     a paid `catalog` invoice (its total is the price charged, 0 for a free product)."""
@@ -176,9 +175,7 @@ async def buy(
             except InsufficientStock as exc:
                 raise stock.OutOfStock(str(exc)) from None
         svc.segments = [{"country": c, "count": n} for c, n in segments]
-        await stock.allocate(
-            session, svc.service_id, product.kind, svc.geo_source, segments, postgres=postgres
-        )
+        await stock.allocate(session, svc.service_id, product.kind, svc.geo_source, segments)
     services.activate(svc)
     await session.flush()
     await quotas.ensure_row(session, svc)  # a plan that meters traffic (issue 32)

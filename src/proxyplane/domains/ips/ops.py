@@ -153,7 +153,6 @@ async def add_ips(ctx: Context, data: AddIpsIn) -> AddIpsOut:
         svc,
         [(s.country, s.count) for s in data.segments],
         await _partner(ctx),
-        postgres=ctx.uow.dialect == "postgresql",
     )
     emit_changed(ctx, svc.service_id)
     return AddIpsOut(
@@ -189,7 +188,6 @@ async def refresh_ips(ctx: Context, data: RefreshIn) -> RefreshOut:
         data.target_ips,
         await _partner(ctx),
         can_spend=Scope.wallet_spend in ctx.caller.scopes,
-        postgres=ctx.uow.dialect == "postgresql",
     )
     emit_changed(ctx, svc.service_id)
     live = await services.service_ips(ctx.session, svc.service_id)

@@ -33,6 +33,7 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service, ServiceIp, StockIp
 from proxyplane.storage.models.billing import ServiceRefresh
 from proxyplane.storage.models.prefixes import IPV6_KIND
+from proxyplane.storage.repos import services as service_rows
 
 
 def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
@@ -90,8 +91,6 @@ async def allocate(
     svc: Service,
     segments: Sequence[tuple[str, int]],
     held: set[int],
-    *,
-    postgres: bool,
 ) -> list[stock.Allocated]:
     """Take `count` new IPs per country for the service (never one in `held`) or raise OutOfStock."""
     return await stock.allocate(
@@ -100,7 +99,6 @@ async def allocate(
         svc.product_kind,
         svc.geo_source,
         sorted(segments),
-        postgres=postgres,
         exclude=held,
     )
 
@@ -196,7 +194,6 @@ async def add_ips(
     segments: Sequence[tuple[str, int]],
     partner: int,
     *,
-    postgres: bool,
     now: datetime | None = None,
 ) -> tuple[AddQuote, list[stock.Allocated], int | None]:
     """Charge exactly the quote's prorated amount, allocate the IPs, raise the renewal price."""
@@ -205,9 +202,7 @@ async def add_ips(
     if aq.errors:
         raise stock.OutOfStock(str(aq.errors[0]["message"]), errors=aq.errors)
     book = await book_for(session, svc)
-    new_ips = await allocate(
-        session, svc, aq.added, await held_ip_ids(session, svc.service_id), postgres=postgres
-    )
+    new_ips = await allocate(session, svc, aq.added, await held_ip_ids(session, svc.service_id))
     charge = aq.quote.charge_cents
     entry = None
     if charge > 0:
@@ -321,7 +316,6 @@ async def refresh(
     partner: int,
     *,
     can_spend: bool,
-    postgres: bool,
     now: datetime | None = None,
 ) -> RefreshResult:
     """Replace the whole list (no targets) or only `target_ips` with new IPs of the same countries and geo
@@ -330,8 +324,8 @@ async def refresh(
 
     now = now or utcnow()
     require_active(svc, now)
-    if postgres:  # concurrent refreshes of one service take turns: each reads the list the previous one left
-        await session.execute(select(Service.number).where(Service.number == svc.number).with_for_update())
+    # concurrent refreshes of one service take turns: each reads the list the previous one left
+    await service_rows.lock_service(session, svc.number)
     book = await book_for(session, svc)
     live = await services.service_ips(session, svc.service_id)
     if target_ips:
@@ -368,9 +362,8 @@ async def refresh(
     except IntegrityError:
         raise Conflict("another refresh of this service used the free refresh; retry") from None
     counts = Counter(row.country for row in old)
-    new_rows = await allocate(
-        session, svc, sorted(counts.items()), await held_ip_ids(session, svc.service_id), postgres=postgres
-    )
+    held = await held_ip_ids(session, svc.service_id)
+    new_rows = await allocate(session, svc, sorted(counts.items()), held)
     if svc.product_kind == IPV6_KIND:  # old subnets go back to the prefix (reused before its cursor moves)
         await subnets.release(session, svc.service_id, {o.address for o in old})
     else:

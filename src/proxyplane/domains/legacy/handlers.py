@@ -160,7 +160,6 @@ async def order_product(ctx: Context, data: ProductOrder) -> dict[str, Any]:
                 product_id=product.catalog.product_id,
                 parameters=await _default_parameters(ctx, product),
                 whitelist_ips=whitelist,
-                postgres=ctx.uow.dialect == "postgresql",
             )
             charged = svc.wallet_paid_cents if created else 0
     except Refused:
@@ -197,7 +196,6 @@ async def _order_composite(
         use_balance=True,
         payment_method="card",
         idempotency_key=f"legacy:{product.number}",
-        postgres=ctx.uow.dialect == "postgresql",
     )
     if result.amount_due_cents > 0:  # legacy purchases are paid from the credit only: roll it all back
         raise fail()

@@ -7,7 +7,7 @@
 - the single bound IP (`bindedip` / `setip`) over the v1 whitelist;
 - setting a given proxy password;
 - the `update_list` throttle clock.
-See docs/decisions.md "Legacy API".
+See docs/decisions/legacy.md "Legacy API".
 """
 
 from __future__ import annotations

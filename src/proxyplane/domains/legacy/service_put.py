@@ -105,9 +105,7 @@ async def _refresh(ctx: Context, svc: Service) -> None:
     short; the throttle clock then stays untouched (same transaction)."""
     partner = (await get_customer(ctx.session, ctx.customer_id)).partner_discount_percent
     try:
-        await ips.refresh(
-            ctx.session, svc, None, partner, can_spend=True, postgres=ctx.uow.dialect == "postgresql"
-        )
+        await ips.refresh(ctx.session, svc, None, partner, can_spend=True)
     except DomainError:
         raise fail() from None
 

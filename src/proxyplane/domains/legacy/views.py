@@ -16,7 +16,7 @@ from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Service
 
 # v1 status -> legacy status. "Fraud" is never produced: v1 has no such service state, and an account an
-# operator blocks cannot authenticate here (see docs/decisions.md "Legacy API").
+# operator blocks cannot authenticate here (see docs/decisions/legacy.md "Legacy API").
 STATUS = {
     "pending": "Pending",
     "active": "Active",

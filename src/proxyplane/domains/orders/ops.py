@@ -306,7 +306,6 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
         use_balance=data.use_balance,
         payment_method=data.payment_method,
         idempotency_key=data.idempotency_key,
-        postgres=ctx.uow.dialect == "postgresql",
         balance_only=ctx.balance_only,
     )
     sid = result.service.service_id

@@ -203,7 +203,6 @@ async def place_order(
     use_balance: bool,
     payment_method: str,
     idempotency_key: str,
-    postgres: bool,
     partner_discount_percent: int | None = None,
     balance_only: bool = False,
 ) -> OrderResult:
@@ -228,7 +227,8 @@ async def place_order(
     recorded = False  # the invoice, ledger entry and events already written (paid_in_full)
     in_full = use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND
     in_full = in_full and order_statements.available(session)  # the lean PostgreSQL statement
-    if postgres and not in_full:
+    held_elsewhere = alloc.skips_held_rows(session)  # a take may come back short while others hold stock
+    if held_elsewhere and not in_full:
         await savepoints.open_savepoint(session, PLACE_SAVEPOINT)
     elif in_full:  # paid in full as the context read saw the balance: one statement (paid_in_full.py)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
@@ -257,18 +257,16 @@ async def place_order(
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
         _settle(svc, taken.cents if taken else 0)
         await service_rows.insert_service(session, svc, wl)
-        ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines, postgres=postgres)
+        ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines)
     missing = alloc.shortfall(lines, ips)
-    if missing and postgres:
+    if missing and held_elsewhere:
         # rows with room held by concurrent orders (or no stock): start again from the savepoint, this
         # time stock first (waiting in id order), then the wallet, so no two orders wait in a cycle
         await savepoints.rollback_to(session, PLACE_SAVEPOINT)
         await services.expire_due(session)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
         await service_rows.insert_service(session, svc, wl)
-        ips, missing = await alloc.take_waiting(
-            session, svc.service_id, product_kind, geo_source, lines, postgres=True
-        )
+        ips, missing = await alloc.take_waiting(session, svc.service_id, product_kind, geo_source, lines)
         if missing:
             raise _out_of_stock(product_kind, geo_source, lines, missing)
         taken = await _from_wallet(session, customer_id, total, use_balance, balance_only)
@@ -282,7 +280,6 @@ async def place_order(
             product_kind,
             geo_source,
             missing,
-            postgres=False,
             exclude={a.ip_id for a in ips},
         )
         if missing:

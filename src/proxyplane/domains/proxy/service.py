@@ -1,7 +1,7 @@
 """Proxy access of a service: endpoints, credentials, whitelist, session mode and sticky sessions.
 
 Every change here bumps `services.updated_at` in the same transaction (`touch`): that is the marker
-the gateway nodes poll, so a change reaches every node within a second (see docs/decisions.md "Gateway").
+the gateway nodes poll, so a change reaches every node within a second (docs/decisions/gateway.md).
 Sticky sessions live in `sticky_sessions` (written by the gateway nodes); the API rotates and ends them by
 writing rows with writer "api", which the nodes apply.
 """

@@ -1,6 +1,6 @@
 """Auto-renewal, suspension for non-payment, resume, and expiry.
 
-Rules (docs/decisions.md "Add-ons, refresh, invoices, renewals"):
+Rules (docs/decisions/money.md "Add-ons, refresh, invoices, renewals"):
 - auto_renew on: from `renew_before` ahead of the term end the job renews from the wallet for another
   `period_months` (service at its renewal price with the term discount, plus active add-ons at their
   monthly price); the new term follows the old one. One renewal per (service, term end): a unique claim

@@ -24,6 +24,7 @@ from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.repos import stock as repo
 from proxyplane.storage.repos.stock import Allocated as Allocated
 from proxyplane.storage.repos.stock import country_column as country_column
+from proxyplane.storage.repos.stock import skips_held_rows as skips_held_rows
 
 SAVEPOINT = "stock_take"
 
@@ -35,7 +36,6 @@ async def take(
     geo_source: str,
     segments: Sequence[tuple[str, int]],
     *,
-    postgres: bool,
     exclude: set[int] | frozenset[int] = frozenset(),
     wait: bool = False,
     now: datetime | None = None,
@@ -49,7 +49,7 @@ async def take(
     if product_kind == IPV6_KIND:  # subnets of routed prefixes (issue 16), not rows of stock_ips
         from proxyplane.domains.stock import subnets
 
-        return await subnets.take(session, service_id, geo_source, wanted, postgres=postgres, now=now)
+        return await subnets.take(session, service_id, geo_source, wanted, now=now)
     return await repo.take_ips(
         session, service_id, product_kind, geo_source, wanted, exclude, wait, now or utcnow()
     )
@@ -76,7 +76,6 @@ async def take_waiting(
     geo_source: str,
     segments: Sequence[tuple[str, int]],
     *,
-    postgres: bool,
     exclude: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[list[Allocated], list[tuple[str, int]]]:
     """The slow path: take what is missing, waiting for rows other orders hold (PostgreSQL), until every
@@ -85,9 +84,7 @@ async def take_waiting(
     seen = set(exclude)
     missing = [(c, n) for c, n in segments if n > 0]
     while missing:
-        got = await take(
-            session, service_id, product_kind, geo_source, missing, postgres=postgres, exclude=seen, wait=True
-        )
+        got = await take(session, service_id, product_kind, geo_source, missing, exclude=seen, wait=True)
         if not got:
             break
         taken += got

@@ -23,7 +23,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.stock import subnets
-from proxyplane.domains.stock.allocate import SAVEPOINT, Allocated, shortfall, take, take_waiting
+from proxyplane.domains.stock.allocate import (
+    SAVEPOINT,
+    Allocated,
+    shortfall,
+    skips_held_rows,
+    take,
+    take_waiting,
+)
 from proxyplane.domains.stock.countries import normalize_country
 from proxyplane.domains.stock.free_counts import free_counts
 from proxyplane.storage.models import ServiceIp, StockIp
@@ -94,7 +101,6 @@ async def allocate(
     geo_source: str,
     segments: Sequence[tuple[str, int]],
     *,
-    postgres: bool,
     exclude: set[int] | None = None,
 ) -> list[Allocated]:
     """Take `count` IPs per (country, count) for the service, never one of `exclude` (e.g. the IPs a
@@ -103,14 +109,15 @@ async def allocate(
     added IPs and refreshes all take IPs here (see allocate.py: one statement in the common case)."""
     await session.flush()  # the service row the allocations point at
     if product_kind == IPV6_KIND:
-        return await take_subnets(session, service_id, geo_source, segments, postgres=postgres)
+        return await take_subnets(session, service_id, geo_source, segments)
     excl = frozenset(exclude or ())
-    if postgres:
+    held_elsewhere = skips_held_rows(session)  # a take may come back short while others hold stock rows
+    if held_elsewhere:
         await savepoints.open_savepoint(session, SAVEPOINT)
-    got = await take(session, service_id, product_kind, geo_source, segments, postgres=postgres, exclude=excl)
+    got = await take(session, service_id, product_kind, geo_source, segments, exclude=excl)
     missing = shortfall(segments, got)
     if missing:
-        if postgres:  # wait for rows other orders hold, holding none out of id order ourselves
+        if held_elsewhere:  # wait for rows other orders hold, holding none out of id order ourselves
             await savepoints.rollback_to(session, SAVEPOINT)
             got, missing = [], [(c, n) for c, n in segments if n > 0]
         more, missing = await take_waiting(
@@ -119,7 +126,6 @@ async def allocate(
             product_kind,
             geo_source,
             missing,
-            postgres=postgres,
             exclude=excl | {a.ip_id for a in got},
         )
         got += more
@@ -137,12 +143,10 @@ async def take_subnets(
     service_id: uuid.UUID,
     geo_source: str,
     segments: Sequence[tuple[str, int]],
-    *,
-    postgres: bool,
 ) -> list[Allocated]:
     """IPv6: `count` subnets per (country, count), never one the service holds or held, or OutOfStock."""
     held = await subnets.held_subnets(session, service_id)
-    got = await subnets.take(session, service_id, geo_source, segments, postgres=postgres, exclude=held)
+    got = await subnets.take(session, service_id, geo_source, segments, exclude=held)
     missing = shortfall(segments, got)
     if missing:
         country, count = missing[0]

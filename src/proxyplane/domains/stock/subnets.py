@@ -227,7 +227,6 @@ async def take(
     geo_source: str,
     segments: Sequence[tuple[str, int]],
     *,
-    postgres: bool,
     exclude: Collection[str] = (),
     now: datetime | None = None,
 ) -> list[Allocated]:
@@ -247,9 +246,8 @@ async def take(
             col.in_(sorted(wanted)),
         )
         .order_by(StockPrefix.id)
+        .with_for_update()  # PostgreSQL; SQLite compiles no FOR UPDATE (one writer: BEGIN IMMEDIATE)
     )
-    if postgres:
-        q = q.with_for_update()
     prefixes = (await session.execute(q)).all()
     now = now or utcnow()
     rows: list[dict[str, object]] = []

@@ -4,7 +4,7 @@ Every write here changes service_subusers / subuser_whitelist, whose triggers (m
 change of the owning service for the gateway nodes; callers also bump the service's change marker
 (`proxy.touch`) like every other change of what a service grants.
 
-Rules (docs/decisions.md "Sub-users (issue 18)"):
+Rules (docs/decisions/subusers.md "Sub-users (issue 18)"):
 - a login is unique among service logins AND sub-user logins (checked both ways: here, and in
   domains/proxy change_credentials for a service's login change); generated service logins look like
   pp + 10 hex digits, which a sub-user login may not, so a later generated service login cannot collide;

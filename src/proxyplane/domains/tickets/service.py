@@ -28,7 +28,7 @@ async def open_ticket(
     author: str = CUSTOMER,
 ) -> Ticket:
     """Open a ticket. `service_id`, when given, must be one of the customer's services (any status):
-    another customer's or an unknown id is refused with 422 on `service_id` (see docs/decisions.md)."""
+    another customer's or an unknown id is refused with 422 on `service_id` (decisions/events-webhooks.md)."""
     if service_id is not None:
         owner = await session.scalar(select(Service.customer_id).where(Service.service_id == service_id))
         if owner != customer_id:

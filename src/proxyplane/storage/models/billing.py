@@ -1,6 +1,6 @@
 """Add-ons, invoices (lines, credit notes), IP refreshes and renewal claims (issue 5).
 
-See docs/decisions.md "Add-ons, refresh, invoices, renewals"."""
+See docs/decisions/money.md "Add-ons, refresh, invoices, renewals"."""
 
 import uuid
 from datetime import datetime

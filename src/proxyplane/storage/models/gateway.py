@@ -5,7 +5,7 @@
   and repeated flushes of one minute just add up.
 - `sticky_sessions`: one row per (service, sid). Gateway nodes write the sessions they create; the API
   writes rotations and ends (ended=true; sid "*" is a purge marker). `writer` says who wrote the row last
-  (a node id or "api"); each node applies rows written by others (see docs/decisions.md "Gateway").
+  (a node id or "api"); each node applies rows written by others (see docs/decisions/gateway.md "Gateway").
 - `proxy_settings`: the session mode, pin and sticky TTL of a rotating service, and the last password
   rotation key (sha256) that makes PUT .../proxy/auth repeatable.
 

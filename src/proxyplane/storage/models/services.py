@@ -5,7 +5,7 @@ A service has two ids: `service_id` (UUID, the v1 API id) and `number` (integer 
 API's numeric order / service id). Child tables reference `services.service_id`.
 
 Status (v1): pending -> active -> expired | cancelled; pending -> cancelled (checkout declined or
-expired); active <-> suspended (operator). See docs/decisions.md "Services"."""
+expired); active <-> suspended (operator). See docs/decisions/orders-stock.md."""
 
 import uuid
 from datetime import datetime

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, Uuid, bindparam, insert, text, update
+from sqlalchemy import Table, Uuid, bindparam, insert, select, text, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.driver import DriverStatement
-from proxyplane.storage.engine_choice import lean
+from proxyplane.storage.engine_choice import is_postgres, lean
 from proxyplane.storage.models import Service, ServiceWhitelist
 from proxyplane.storage.types import UTCDateTime
 
@@ -116,3 +116,11 @@ async def update_service(session: AsyncSession, svc: Service, *keys: str) -> Non
             .values({k: bindparam(k, type_=_SERVICES.c[k].type) for k in sorted(shape)})
         )
     await stmt.rows(session, {"sid": svc.service_id, **{k: getattr(svc, k) for k in keys}})
+
+
+async def lock_service(session: AsyncSession, number: int) -> None:
+    """Lock a service's row for the rest of the transaction (concurrent writers of it take turns):
+    `SELECT ... FOR UPDATE` on PostgreSQL; nothing on SQLite, whose writing units of work run one at a time
+    (BEGIN IMMEDIATE)."""
+    if is_postgres(session):
+        await session.execute(select(Service.number).where(Service.number == number).with_for_update())

@@ -36,6 +36,14 @@ class Allocated:
     country: str
 
 
+def skips_held_rows(session: AsyncSession) -> bool:
+    """Whether the picks skip rows other units of work hold (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so a
+    take may come back short while stock with room exists; the caller then rolls back to a savepoint and
+    takes again waiting (`wait=True`, in id order). False on SQLite: writing units of work run one at a
+    time (BEGIN IMMEDIATE), nothing is ever held by another."""
+    return is_postgres(session)
+
+
 def country_column(geo_source: str) -> str:
     return "country_ripe" if geo_source == "ripe" else "country_maxmind"
 
