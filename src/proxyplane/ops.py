@@ -28,6 +28,7 @@ from proxyplane.core.errors import (
     Unauthorized,
 )
 from proxyplane.core.text_input import forbid_nul
+from proxyplane.domains.accounts.verification import CHECKED_IN_CONTEXT, require_verified
 from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.domains.team import activity
 from proxyplane.observability.metrics import observed
@@ -246,6 +247,15 @@ async def _replay(
     return op.output.model_validate(row.response) if op.output else True
 
 
+def _checks_verified(op: Operation, caller: Caller) -> bool:
+    """A customer spending operation that does not check the address itself (accounts/verification.py)."""
+    return (
+        op.effect == Effect.SPENDS_MONEY
+        and caller.customer_id is not None
+        and op.name not in CHECKED_IN_CONTEXT
+    )
+
+
 class UndeclaredSpending(RuntimeError):
     """An operation took money from the wallet without being declared Effect.SPENDS_MONEY."""
 
@@ -317,6 +327,8 @@ async def invoke(
         if use_due:
             await record_last_use(uow.session, caller.key_id, caller.client_ip, used)
         uow.call.spending_key = caller.key_id
+        if _checks_verified(op, caller):  # issue 34: an unconfirmed address does not spend
+            await require_verified(uow.session, caller.customer_id)  # type: ignore[arg-type]
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
@@ -380,6 +392,8 @@ async def _invoke_keyed(
                 raise IdempotencyConflict(f"a request with idempotency_key {key!r} is still in progress")
             return replayed
         uow.call.spending_key = caller.key_id
+        if _checks_verified(op, caller):  # issue 34: an unconfirmed address does not spend
+            await require_verified(uow.session, caller.customer_id)  # type: ignore[arg-type]
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY
