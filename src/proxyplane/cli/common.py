@@ -53,6 +53,7 @@ class LazyGroup(click.Group):
 OPERATOR_MODULES = (
     "proxyplane.domains.accounts.operator_ops",
     "proxyplane.domains.mail.operator_ops",
+    "proxyplane.domains.operators.list_ops",
     "proxyplane.domains.operators.ops",
     "proxyplane.domains.quotas.operator_ops",
     "proxyplane.domains.stock.operator_ops",

@@ -1,0 +1,107 @@
+"""The console's list pages in a real browser (issue 33), desktop and phone (390 px, no sideways scroll):
+an operator filters orders and services by customer and status and follows a row to the customer."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyotp
+import pytest
+
+from proxyplane.core.settings import Settings
+from proxyplane.platform import Platform
+from proxyplane.storage.engine import Database
+from tests.adapters.admin.test_console_browser import base_url, browser, no_sideways_scroll  # noqa: F401
+from tests.domains.operators.helpers import make_operator
+from tests.support import Account, make_account
+
+
+def on_platform(database_url: str, home: Path, go: Any) -> Any:
+    async def wrapped() -> Any:
+        settings = Settings(home=home, database_url=database_url, secret_key="test-secret-key")
+        platform = Platform(settings, Database(settings.resolved_database_url()))
+        try:
+            return await go(platform)
+        finally:
+            await platform.close()
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API runs a loop in this thread
+        return pool.submit(asyncio.run, wrapped()).result()
+
+
+async def operator_and_customer(platform: Platform) -> tuple[str, str, Account, str]:
+    """An owner (email, one-time password), a customer with money, its API key, and stock to sell."""
+    from tests.domains.stock.support import fresh_stock
+
+    email, once, _ = await make_operator(platform, "owner")
+    account = await make_account(platform)
+    await account.credit(10_000)
+    await fresh_stock(platform, "proxy_datacenter", "IS", 8)
+    return email, once, account, await account.key()
+
+
+def sign_in(page: Any, url: str, email: str, once: str) -> None:
+    page.goto(f"{url}/admin/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", once)
+    page.click("button:has-text('Continue')")
+    page.wait_for_url(f"{url}/admin/enrol")
+    secret = page.inner_text("#totp-secret").strip()
+    page.fill("input[name=code]", pyotp.TOTP(secret).now())
+    page.fill("input[name=new_password]", "browser-console-password")
+    page.click("button:has-text('Turn on and continue')")
+    page.click("a:has-text('Continue to the console')")
+    page.wait_for_url(f"{url}/admin")
+
+
+def order(url: str, key: str) -> dict[str, Any]:
+    import httpx
+
+    from tests.adapters.rest.test_order import ORDER, body
+
+    got = httpx.post(f"{url}{ORDER}", json=body(count=8), headers={"Authorization": f"Bearer {key}"})
+    assert got.status_code == 201, got.text
+    service: dict[str, Any] = got.json()["service"]
+    return service
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_filter_orders_and_follow_a_row(
+    browser: Any,  # noqa: F811
+    base_url: str,  # noqa: F811
+    database_url: str,
+    tmp_path: Path,
+    width: int,
+) -> None:
+    email, once, account, key = on_platform(database_url, tmp_path, operator_and_customer)
+    service = order(base_url, key)
+    context = browser.new_context(viewport={"width": width, "height": 860})
+    page = context.new_page()
+    sign_in(page, base_url, email, once)
+    if width < 760:  # a phone: the menu opens from its button (it was hidden with no way to open it)
+        assert not page.locator("nav a:has-text('Orders')").is_visible()
+        page.click("label.navbutton")
+    page.click("nav a:has-text('Orders')")
+    page.wait_for_url(f"{base_url}/admin/services")
+    no_sideways_scroll(page)
+    page.fill("input[name=customer]", account.email)
+    page.select_option("select[name=status]", "active")
+    page.click("#service-filters button:has-text('Filter')")
+    page.wait_for_url(f"{base_url}/admin/services?*")
+    assert page.inner_text("#service-total").startswith("1 found")
+    rows = page.locator("#service-rows li")
+    assert rows.count() == 1 and f"#{service['service_number']}" in rows.first.inner_text()
+    no_sideways_scroll(page)
+    page.select_option("select[name=status]", "pending")
+    page.click("#service-filters button:has-text('Filter')")
+    page.wait_for_selector("text=Nothing matches these filters.")
+    page.select_option("select[name=status]", "")
+    page.click("#service-filters button:has-text('Filter')")
+    page.wait_for_selector(f"#service-rows a:has-text('{account.email}')")
+    page.click(f"#service-rows a:has-text('{account.email}')")
+    page.wait_for_url(f"{base_url}/admin/customers/{account.customer_id}")
+    no_sideways_scroll(page)
+    context.close()
