@@ -38,6 +38,7 @@ from proxyplane.domains.team import ops as _team  # noqa: F401  (team accounts: 
 from proxyplane.domains.team import web_ops as _team_web  # noqa: F401  (issue 34.5)
 from proxyplane.domains.tickets import operator_ops as _operator_tickets  # noqa: F401
 from proxyplane.domains.tickets import ops as _tickets  # noqa: F401
+from proxyplane.domains.upstreams import ops as _upstreams  # noqa: F401  (upstream pools: issue 36)
 from proxyplane.domains.usage import ops as _usage  # noqa: F401
 from proxyplane.domains.wallet import checkout_page as _checkout_page  # noqa: F401
 from proxyplane.domains.wallet import ops as _wallet  # noqa: F401

@@ -12,6 +12,7 @@ from proxyplane.core.scopes import parse_scopes
 STOCK, TICKETS = "proxyplane.cli.admin_stock", "proxyplane.cli.admin_tickets"
 OPERATORS = "proxyplane.cli.admin_operators"  # issue 33: operator accounts and their keys
 MAIL = "proxyplane.cli.admin_mail"  # issue 34: the email outbox
+UPSTREAMS = "proxyplane.cli.admin_upstreams"  # issue 36: upstream proxy suppliers
 
 
 @click.group(
@@ -23,6 +24,7 @@ MAIL = "proxyplane.cli.admin_mail"  # issue 34: the email outbox
         "ticket": TICKETS,
         "operator": OPERATORS,
         "outbox": MAIL,
+        "upstream": UPSTREAMS,
     },
 )
 def admin() -> None:

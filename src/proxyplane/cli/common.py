@@ -59,6 +59,7 @@ OPERATOR_MODULES = (
     "proxyplane.domains.stock.operator_ops",
     "proxyplane.domains.stock.prefix_ops",
     "proxyplane.domains.tickets.operator_ops",
+    "proxyplane.domains.upstreams.ops",
 )
 
 
