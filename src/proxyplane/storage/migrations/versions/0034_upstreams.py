@@ -2,7 +2,7 @@
 relayed through each per UTC hour: the cost side of the margin report)
 
 Revision ID: 0034
-Revises: 0035
+Revises: 0032
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from alembic import op
 from proxyplane.storage.types import UTCDateTime
 
 revision: str = "0034"
-down_revision: str | Sequence[str] | None = "0035"
+down_revision: str | Sequence[str] | None = "0032"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
