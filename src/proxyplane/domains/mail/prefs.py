@@ -9,15 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.mail.notify import KINDS, read_unsubscribe
 from proxyplane.ops import Auth, Context, Effect, Operation, register, web_op
-from proxyplane.storage.models import Customer, NotificationSettings
-
-
-async def settings_row(session: AsyncSession, customer_id: int) -> NotificationSettings:
-    row = await session.get(NotificationSettings, customer_id)
-    if row is None:
-        row = NotificationSettings(customer_id=customer_id)
-        session.add(row)
-    return row
+from proxyplane.storage.models import Customer
+from proxyplane.storage.repos.notification_settings import settings_row as settings_row
 
 
 async def set_email(session: AsyncSession, customer_id: int, choices: dict[str, bool]) -> set[str]:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound
@@ -23,7 +23,7 @@ from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_o
 from proxyplane.storage.models import Customer, Service
 from proxyplane.storage.models.operators import Operator
 from proxyplane.storage.repos import operators as repo
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import services as service_rows
 
 API = OPERATOR_DOORS - {"console"}
 
@@ -187,13 +187,7 @@ async def _service(ctx: Context, service_id: uuid.UUID) -> Service:
 
 
 async def _move(ctx: Context, svc: Service, src: str, dst: str) -> dict[str, Any]:
-    moved = await ctx.session.execute(
-        update(Service)
-        .where(Service.number == svc.number, Service.status == src)
-        .values(status=dst, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) != 1:
+    if not await service_rows.move_status(ctx.session, svc.number, src, dst):
         raise Conflict(f"service {svc.service_id} is {svc.status}, not {src}")
     await ctx.session.refresh(svc)
     sid = svc.service_id

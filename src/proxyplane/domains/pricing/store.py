@@ -49,16 +49,6 @@ async def reset_overrides(session: AsyncSession, product_kind: str) -> None:
         await session.flush()
 
 
-def overrides_of(product_kind: str) -> Any:
-    """The scalar subquery of one kind's stored overrides (NULL when none), for callers that read the
-    price book in the same statement as other facts (orders: one context read per order)."""
-    return (
-        select(PriceBookOverride.overrides)
-        .where(PriceBookOverride.product_kind == product_kind)
-        .scalar_subquery()
-    )
-
-
 def book_with(product_kind: str, overrides: dict[str, Any] | None) -> PriceBook:
     """The price book of a kind given its stored overrides (None or empty: the default book)."""
     if product_kind not in DEFAULT_PRICEBOOKS:

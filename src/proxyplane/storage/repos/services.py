@@ -21,6 +21,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine_choice import is_postgres, lean
 from proxyplane.storage.models import Service, ServiceWhitelist
+from proxyplane.storage.rowcount import rowcount
 from proxyplane.storage.types import UTCDateTime
 
 _SERVICES = cast(Table, Service.__table__)
@@ -124,3 +125,15 @@ async def lock_service(session: AsyncSession, number: int) -> None:
     (BEGIN IMMEDIATE)."""
     if is_postgres(session):
         await session.execute(select(Service.number).where(Service.number == number).with_for_update())
+
+
+async def move_status(session: AsyncSession, number: int, src: str, dst: str) -> bool:
+    """A service's status from `src` to `dst` (an operator's suspend / resume), guarded: False when the
+    row is not in `src` any more (nothing written)."""
+    moved = await session.execute(
+        update(Service)
+        .where(Service.number == number, Service.status == src)
+        .values(status=dst, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return rowcount(moved) == 1
