@@ -45,6 +45,7 @@ class ServiceEntry:
     parent: ServiceEntry | None = None  # set on a sub-user's derived entry: the service
     subuser: SubuserEntry | None = None  # set on a sub-user's derived entry: the sub-user
     quota: QuotaEntry | None = None  # the service's traffic/request quota (issue 32; gateway/quotas.py)
+    upstream_pool: str | None = None  # drawn from this upstream pool, not local exits (upstream_pools.py)
 
 
 @dataclass(frozen=True, slots=True)

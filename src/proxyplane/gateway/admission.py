@@ -64,7 +64,12 @@ def socks_admit(ctx: Context, grant: Grant, static_ip: str | None, command: int,
         raise SocksRefusal(socks5.REP_NOT_ALLOWED, "udp_not_allowed", sid, "")
     family = literal_family(host) if command == socks5.CMD_CONNECT else None
     try:
-        exit_ip = ctx.router.choose(grant, static_ip, family)
+        if service.upstream_pool is not None:  # through a supplier (upstream_pools.py): no exit IP here
+            if command != socks5.CMD_CONNECT:
+                raise RoutingError("UDP is not served through an upstream pool", "udp_not_allowed")
+            exit_ip = ""
+        else:
+            exit_ip = ctx.router.choose(grant, static_ip, family)
     except RoutingError as exc:
         rep = socks5.REP_ADDRESS_TYPE_NOT_SUPPORTED if exc.reason == "address_family" else \
             socks5.REP_NETWORK_UNREACHABLE

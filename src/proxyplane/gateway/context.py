@@ -17,6 +17,7 @@ from .routing import Router
 from .subnets import error_exit
 from .subusers import cut_refused
 from .upstream import UpstreamPool
+from .upstream_pools import UpstreamDirectory
 
 # upstream failures attributed to the exit IP they were made from (not dns: that is the name's fault,
 # not blocked: the destination policy's)
@@ -58,12 +59,17 @@ class Context:
     unattributed_errors: Counter[str] = field(default_factory=Counter)
     # proxy-password guessing slowed per source address, in this process's memory (auth_throttle.py)
     auth_throttle: ProxyAuthThrottle = field(default_factory=ProxyAuthThrottle)
+    # upstream pools a rotating product may draw from instead of local exits (issue 36.4)
+    upstreams: UpstreamDirectory = field(default_factory=UpstreamDirectory)
 
     def __post_init__(self) -> None:
         # sub-users' traffic between flushes: the access table reads what the meter counted (subusers.py)
         self.access.sub_counts = self.meter.sub_counts
         # a sub-user over its traffic limit (or disabled) loses its open tunnels too (subusers.py)
         self.meter.add_check(self.cut_refused)
+        # the bytes of tunnels through an upstream supplier, counted for it after every harvest
+        self.upstreams.meter = self.meter
+        self.meter.add_check(self.upstreams.check_flows)
 
     def cut_refused(self) -> None:
         cut_refused(self.meter, self.access)

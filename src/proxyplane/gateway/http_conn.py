@@ -28,6 +28,7 @@ from .relay import Relay, RelayEnd
 from .routing import RoutingError
 from .subnets import one_off
 from .upstream import Connector, UpstreamError, literal_family, open_connection
+from .upstream_pools import ChainConnector, Plan, UpstreamEntry, dial
 
 _CONNECTING = 1  # reasons the client transport's reading is paused (bit mask)
 _BUFFER_FULL = 2
@@ -105,7 +106,9 @@ class HttpProxyConnection(asyncio.Protocol):
         self.checked_req: ForwardRequest | None = None  # the request in flight at the last sweep ...
         self.checked_bytes = -1  # ... and its byte count then
         self.task: asyncio.Task[None] | None = None  # opening an upstream for a forwarded request
-        self.connector: Connector | None = None  # opening a CONNECT tunnel's upstream
+        self.connector: Connector | ChainConnector | None = None  # opening a CONNECT tunnel's upstream
+        self.plan: Plan | None = None  # the request goes through an upstream supplier (upstream_pools.py)
+        self.via: UpstreamEntry | None = None  # the supplier the request in flight went through
         self.tunnel_host = ""
 
     # -- client transport callbacks --
@@ -285,18 +288,24 @@ class HttpProxyConnection(asyncio.Protocol):
         if grant is None:
             return False
         service_id = grant.service.service_id
+        self.plan = None
         try:
-            exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
-        except RoutingError as exc:
+            if grant.service.upstream_pool is not None:  # through a supplier: a tunnel per request
+                self.plan = self.ctx.upstreams.plan(grant, req.host, req.port, self.ctx.destinations)
+                exit_ip = ""
+            else:
+                exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
+        except (RoutingError, UpstreamError) as exc:
             self.fail(exc.status, str(exc), exc.reason, service_id, req.host)
             return False
         self.req, self.req_service, self.exit_ip = req, service_id, exit_ip
-        self.one_off = one_off(grant)  # an address drawn for this request only: its upstream is not pooled
+        # an address drawn for this request only, or a supplier's rotation: its upstream is not pooled
+        self.one_off = self.plan is not None or one_off(grant)
         self.up_bytes, self.down_bytes = len(req.head), 0
         self.request_complete = self.sent_any = self.retried = False
         self.framer = ResponseFramer(req.method)
         key = (exit_ip, req.host, req.port)
-        up = self.ctx.pool.get(key)
+        up = self.ctx.pool.get(key) if self.plan is None else None
         if up is not None:
             transport = up.transport
             assert type(up) is HttpUpstream and transport is not None
@@ -316,8 +325,12 @@ class HttpProxyConnection(asyncio.Protocol):
     async def connect(self, key: tuple[str, str, int]) -> None:
         ctx = self.ctx
         try:
-            transport, up = await open_connection(lambda: HttpUpstream(key), key[0], key[1], key[2],
-                                                  ctx.settings.connect_timeout, ctx.destinations)
+            if self.plan is not None:
+                factory = lambda: HttpUpstream(key)  # noqa: E731
+                transport, up, self.via = await dial(ctx, self.plan, key[1], key[2], factory)
+            else:
+                transport, up = await open_connection(lambda: HttpUpstream(key), key[0], key[1], key[2],
+                                                      ctx.settings.connect_timeout, ctx.destinations)
         except UpstreamError as exc:
             self.fail(exc.status, str(exc), exc.reason, self.req_service, key[1], key[0])
             return
@@ -362,6 +375,9 @@ class HttpProxyConnection(asyncio.Protocol):
         up.client = None
         self.ctx.meter.record(self.req_service, req.host, requests=1, bytes_up=self.up_bytes,
                               bytes_down=self.down_bytes)
+        if self.via is not None:  # the supplier's share of the bytes (the margin report's cost)
+            self.ctx.upstreams.count(self.via.upstream_id, self.up_bytes, self.down_bytes)
+            self.via = None
         if reusable and up.transport is not None and not self.one_off:
             up.transport.resume_reading()
             self.ctx.pool.put(up)
@@ -415,14 +431,22 @@ class HttpProxyConnection(asyncio.Protocol):
         if grant is None:
             return
         service_id = grant.service.service_id
+        plan = None
         try:
-            exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
-        except RoutingError as exc:
+            if grant.service.upstream_pool is not None:  # through a supplier (upstream_pools.py)
+                plan = self.ctx.upstreams.plan(grant, req.host, req.port, self.ctx.destinations)
+                exit_ip = ""
+            else:
+                exit_ip = self.ctx.router.choose(grant, self.static_ip, literal_family(req.host))
+        except (RoutingError, UpstreamError) as exc:
             self.fail(exc.status, str(exc), exc.reason, service_id, req.host)
             return
         self.tunneling = True
         self.req_service, self.tunnel_host, self.exit_ip = service_id, req.host, exit_ip
         self.pause(_CONNECTING)
+        if plan is not None:
+            self.connector = ChainConnector(self.ctx, self, RelayEnd, plan, req.host, req.port)
+            return
         self.connector = Connector(self.ctx, self, RelayEnd, exit_ip, req.host, req.port)
 
     def connected(self, transport: asyncio.Transport, end: RelayEnd) -> None:

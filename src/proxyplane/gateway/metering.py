@@ -151,6 +151,9 @@ class Meter:
             self._sub_flows.add(flow)
         return flow
 
+    def is_open(self, flow: Flow) -> bool:
+        return flow in self._flows
+
     def close_flow(self, flow: Flow) -> None:
         self._harvest_one(flow)
         self._flows.discard(flow)

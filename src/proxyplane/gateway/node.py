@@ -31,6 +31,7 @@ from .node_limits import NodeCounts
 from .server import Gateway, GatewayConfig
 from .sticky_sync import SharedRouter, StickySync
 from .store import StoreSync
+from .upstream_sync import UpstreamSync
 from .usage_sink import write_batches
 from .usage_spool import UsageSpool
 
@@ -131,6 +132,9 @@ class GatewayNode:
         )
         self.gateway = Gateway(self.table, config, settings=data_plane, router=self.router, sink=self.spool)
         self.spool.on_applied = self.gateway.ctx.meter.mark_flushed
+        # upstream pools (issue 36.4): suppliers read, their byte counts written, every poll interval
+        every = max(settings.poll_seconds, 1.0)
+        self.upstreams = UpstreamSync(db, box, self.gateway.ctx.upstreams, interval=every)
         self._spool_job: asyncio.Future[None] | None = None
         self.counts = NodeCounts(
             db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
@@ -209,6 +213,7 @@ class GatewayNode:
         self.polled = time.time()
         await self.sticky.start()
         await self.counts.start()
+        await self.upstreams.start()
         await self.gateway.start()
         self._spool_job = asyncio.ensure_future(self.spool.run(self.settings.usage_flush_seconds))
         try:
@@ -275,6 +280,7 @@ class GatewayNode:
         if self.metrics is not None:
             await self.metrics.close()
         await self.addresses.close()
+        await self.upstreams.close()
         await self.counts.close()
         await self.sticky.close()
         await self.store.close()

@@ -14,7 +14,9 @@ from .protocol import socks5
 from .protocol.errors import ProtocolError
 from .protocol.udp import build_udp_datagram, parse_udp_datagram
 from .relay import Relay, RelayEnd
+from .routing import RoutingError
 from .upstream import Connector, UpstreamError, literal_family
+from .upstream_pools import ChainConnector
 
 
 class Socks5Connection(asyncio.Protocol):
@@ -30,7 +32,7 @@ class Socks5Connection(asyncio.Protocol):
         self.handed_over = False
         self.task: asyncio.Task[None] | None = None
         self.udp: UdpAssociation | None = None
-        self.connector: Connector | None = None
+        self.connector: Connector | ChainConnector | None = None
         self.deadline = 0  # the handshake timeout's Deadlines bucket while negotiating
         self.host = ""
         self.exit_ip = ""
@@ -143,6 +145,17 @@ class Socks5Connection(asyncio.Protocol):
             return
         # the connection and request are counted with the tunnel's flow (or with the failure)
         self.host, self.exit_ip = req.host, exit_ip
+        if grant.service.upstream_pool is not None:  # through a supplier (upstream_pools.py)
+            try:
+                plan = self.ctx.upstreams.plan(grant, req.host, req.port, self.ctx.destinations)
+            except (RoutingError, UpstreamError) as exc:
+                self.ctx.meter.record(sid, self.host, connections=1, requests=1)
+                rep = exc.rep if isinstance(exc, UpstreamError) else socks5.REP_NETWORK_UNREACHABLE
+                self.refuse(rep, exc.reason, sid, req.host)
+                return
+            self.transport.pause_reading()
+            self.connector = ChainConnector(self.ctx, self, RelayEnd, plan, req.host, req.port)
+            return
         self.transport.pause_reading()
         self.connector = Connector(self.ctx, self, RelayEnd, exit_ip, req.host, req.port)
 

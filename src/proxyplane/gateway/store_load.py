@@ -305,7 +305,10 @@ async def load_entries(
         ) in part:
             params = _params(params)
             grants = addons.get(sid, no_grants)
-            if product_kind == "proxy_rotating":
+            upstream_pool = params.get("upstream_pool") if product_kind == "proxy_rotating" else None
+            if upstream_pool:  # chained through an upstream supplier (issue 36.4): no local exits
+                exits, kind = {}, "rotating"
+            elif product_kind == "proxy_rotating":
                 exits = await pools.get(session, str(params.get("exit_pool", "proxy_datacenter")), geo_source)
                 kind = "rotating"
             elif product_kind == "proxy_ipv6":  # exits drawn from its subnets, served like rotating
@@ -331,6 +334,8 @@ async def load_entries(
             )
             if subs:
                 entry.subusers = subs.get(str(sid), ())
+            if upstream_pool:
+                entry.upstream_pool = str(upstream_pool)
             if quota[0] is not None:  # a metered service
                 entry.quota = quota_entry(str(sid), quota, now)
             out[_uuid(sid)] = (entry, end)

@@ -126,6 +126,7 @@ def derive(service: ServiceEntry, sub: SubuserEntry, counts: SubCounts) -> Servi
         parent=service,
         subuser=sub,
         quota=service.quota,  # the service's quota holds for its sub-users' traffic too (quotas.py)
+        upstream_pool=service.upstream_pool,
     )
 
 

@@ -80,6 +80,11 @@ def on_request(engine: TunnelEngine, cid: int, command: int, atyp: int, host: st
         return
     rec.slot, rec.host, rec.port, rec.exit_ip = sid, host, port, exit_ip
     rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
+    if grant.service.upstream_pool is not None:  # through a supplier: relayed in Python (chain_handoff.py)
+        from .chain_handoff import hand_over
+
+        hand_over(engine, cid, rec, socks_reply(socks5.REP_SUCCEEDED))
+        return
     engine.open(cid, rec, None)
 
 

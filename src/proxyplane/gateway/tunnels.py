@@ -317,6 +317,11 @@ class TunnelEngine:
         rec.slot, rec.host, rec.port = sid, host, req.port
         # the CONNECT counts as a request once the tunnel opens (see upstream_failed)
         rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
+        if service.upstream_pool is not None:  # through a supplier: relayed in Python (chain_handoff.py)
+            from .chain_handoff import hand_over
+
+            hand_over(self, cid, rec, CONNECT_ESTABLISHED)
+            return
         try:
             exit_ip = ctx.router.choose(grant, static_ip, literal_family(host))
         except RoutingError as exc:

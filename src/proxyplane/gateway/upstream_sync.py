@@ -1,0 +1,71 @@
+"""A node's upstream pools from the store (issue 36.4): every ``interval`` the active suppliers are read
+(a few rows; passwords decrypted here, held in memory only) into the context's ``UpstreamDirectory``,
+and the bytes, tunnels and failures counted per supplier since the last sync are added to
+``upstream_usage`` (per UTC hour; several nodes add to one row). A failed write keeps the counts for the
+next sync; counts still unwritten when a node dies are lost (the margin report's cost is then low by at
+most ``interval`` of one node's traffic: the customer's own metering goes through the usage spool)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from proxyplane.core.proxy_chain import TemplateError, parse_template
+from proxyplane.core.security import SecretBox
+from proxyplane.storage.engine import Database
+from proxyplane.storage.repos import upstreams as repo
+
+from . import periodic
+from .upstream_pools import UpstreamDirectory, UpstreamEntry
+
+log = logging.getLogger(__name__)
+
+
+class UpstreamSync:
+    def __init__(self, db: Database, box: SecretBox, directory: UpstreamDirectory,
+                 interval: float = 2.0) -> None:
+        self.db, self.box, self.directory, self.interval = db, box, directory, interval
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.sync()
+        self._task = asyncio.ensure_future(
+            periodic.run_forever(self.sync, lambda: asyncio.sleep(self.interval), log,
+                                 "upstream pool sync failed; retrying")
+        )
+
+    def entries(self, rows: list) -> list[UpstreamEntry]:
+        out = []
+        for upstream_id, pool, position, scheme, host, port, username, password_enc, template, health in rows:
+            try:
+                parsed = parse_template(template)
+                password = self.box.decrypt(password_enc) if password_enc else ""
+            except (TemplateError, ValueError) as exc:  # checked at registration; a changed server key
+                log.error("upstream %s left out: %s", upstream_id, exc)
+                continue
+            out.append(UpstreamEntry(str(upstream_id), pool, position, scheme, host, port, username, password,
+                                     parsed, health))
+        return out
+
+    async def sync(self) -> None:
+        deltas = self.directory.take_usage()
+        try:
+            async with self.db.unit_of_work(write=True) as uow:
+                await repo.add_usage(uow.session, deltas)
+                rows = await repo.active_rows(uow.session)
+                await uow.commit()
+        except BaseException:
+            self.directory.restore(deltas)
+            raise
+        self.directory.replace(self.entries(rows))
+
+    async def close(self) -> None:
+        await periodic.cancel(self._task)
+        self._task = None
+        self.directory.check_flows()
+        with contextlib.suppress(Exception):  # the last counts, best effort (the store may be gone)
+            deltas = self.directory.take_usage()
+            async with self.db.unit_of_work(write=True) as uow:
+                await repo.add_usage(uow.session, deltas)
+                await uow.commit()
