@@ -107,10 +107,6 @@ STORAGE_WRITES = {
     "domains/addons/service.py": "service_addons, the add-on's service rows: " + _NOT_MOVED,
     "domains/apikeys/caps.py": "the API key's spending counters: " + _NOT_MOVED,
     "domains/apikeys/service.py": "api_keys (issue, revoke, last use): " + _NOT_MOVED,
-    "domains/events/service.py": "events and webhook_deliveries (plain form; the lean form's fragments are "
-    "storage/repos/events.py): " + _NOT_MOVED,
-    "domains/invoices/orders.py": "an order's invoice, plain form (lean: storage/repos/invoices.py): "
-    + _NOT_MOVED,
     "domains/invoices/service.py": "invoices and their items: " + _NOT_MOVED,
     "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
     "domains/legacy/auth.py": "the legacy API's credentials: " + _NOT_MOVED,
@@ -137,7 +133,6 @@ STORAGE_WRITES = {
     "gateway/local_ips.py": _GATEWAY_STORE,
     "gateway/node_limits.py": _GATEWAY_STORE,
     "gateway/sticky_sync.py": _GATEWAY_STORE,
-    "jobs/idempotency_prune.py": "the prune of idempotency records (next: storage/repos/idempotency.py)",
     "jobs/oauth_prune.py": "the prune of expired OAuth rows: " + _NOT_MOVED,
     "jobs/webhooks.py": "the delivery worker's claims and results: " + _NOT_MOVED,
 }
@@ -149,8 +144,6 @@ STORAGE_SQL = {
 }
 STORAGE_DRIVER = {
     "domains/apikeys/service.py": "the key look-up sent alone (DriverStatement.rows_alone): " + _NOT_MOVED,
-    "domains/events/service.py": "the events' driver INSERTs: " + _NOT_MOVED,
-    "domains/invoices/orders.py": "the order invoice's driver INSERTs: " + _NOT_MOVED,
     "gateway/changes.py": _GATEWAY_STORE,
     "gateway/store_load.py": _GATEWAY_STORE,
     "jobs/change_notifier.py": "LISTEN/NOTIFY of the change log: " + _NOT_MOVED,

@@ -9,11 +9,9 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
-
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models import IdempotencyRecord
+from proxyplane.storage.repos import idempotency as records
 
 DEFAULT_RETENTION_DAYS = 30.0
 BATCH = 1000
@@ -34,18 +32,11 @@ async def prune_idempotency(
     deleted = 0
     for _ in range(MAX_BATCHES):
         async with db.unit_of_work() as uow:
-            oldest = (
-                select(IdempotencyRecord.id)
-                .where(IdempotencyRecord.created_at < cutoff)
-                .order_by(IdempotencyRecord.created_at)
-                .limit(batch)
-            )
-            ids = (await uow.session.execute(oldest)).scalars().all()
-            if not ids:
+            n = await records.prune_before(uow.session, cutoff, batch)
+            if not n:
                 break
-            await uow.session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id.in_(ids)))
             await uow.commit()
-        deleted += len(ids)
-        if len(ids) < batch:
+        deleted += n
+        if n < batch:
             break
     return deleted

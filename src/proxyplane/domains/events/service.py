@@ -7,15 +7,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.events.catalogue import EVENT_TYPES
-from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import Event, NotificationSettings, WebhookDelivery, WebhookEndpoint
+from proxyplane.storage.repos import events as event_rows
 
 
 def subscribed(endpoint: WebhookEndpoint, event_type: str) -> bool:
@@ -53,7 +53,6 @@ async def emit(
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
     event = Event(id=uuid.uuid4(), customer_id=customer_id, type=event_type, data=data, created_at=utcnow())
-    session.add(event)
     query = select(WebhookEndpoint).where(
         WebhookEndpoint.customer_id == customer_id, WebhookEndpoint.enabled.is_(True)
     )
@@ -61,11 +60,12 @@ async def emit(
         query = query.where(WebhookEndpoint.id == only_endpoint)
     endpoints = (await session.execute(query.order_by(WebhookEndpoint.created_at))).scalars().all()
     now = utcnow()
-    for endpoint in endpoints:
-        if only_endpoint is None and not subscribed(endpoint, event_type):
-            continue
-        session.add(_pending_delivery(customer_id, endpoint, event, now))
-    await session.flush()
+    deliveries = [
+        _pending_delivery(customer_id, endpoint, event, now)
+        for endpoint in endpoints
+        if only_endpoint is not None or subscribed(endpoint, event_type)
+    ]
+    await event_rows.add_event(session, event, deliveries)
     return event
 
 
@@ -121,7 +121,7 @@ async def emit_many(
         )
     if not rows:
         return []
-    await _INSERT_EVENTS.many(session, rows)
+    await event_rows.insert_events(session, rows)
     endpoints: Sequence[WebhookEndpoint] = ()
     if has_endpoints:
         query = select(WebhookEndpoint).where(
@@ -143,12 +143,5 @@ async def emit_many(
         for endpoint in endpoints
         if subscribed(endpoint, row["type"])
     ]
-    if deliveries:
-        await _INSERT_DELIVERIES.many(session, deliveries)
+    await event_rows.insert_deliveries(session, deliveries)
     return [row["id"] for row in rows]
-
-
-# built once (the order path runs them on every order): plain table INSERTs, executemany, run on the
-# driver connection (storage/driver.py)
-_INSERT_EVENTS = DriverStatement(insert(cast(Table, Event.__table__)))
-_INSERT_DELIVERIES = DriverStatement(insert(cast(Table, WebhookDelivery.__table__)))

@@ -1,8 +1,41 @@
-"""Fragments of the lean PostgreSQL order statements that write `events` and `webhook_deliveries`
-(storage/repos/orders.py). The plain writers are still domains/events/ (issue 31: allow-listed in
-tests/test_architecture.py until they move here)."""
+"""The writer of `events` and of their queued `webhook_deliveries` (issue 31: moved from
+domains/events/service.py, which decides what is emitted and to which endpoints): the ORM form of one
+event, the prebuilt Core INSERTs of several (the order path: executemany, driver statements), and the
+fragments of the lean PostgreSQL order statements (storage/repos/orders.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.models import Event, WebhookDelivery
+
+# built once (the order path runs them on every order): plain table INSERTs, executemany
+_INSERT_EVENTS = DriverStatement(insert(cast(Table, Event.__table__)))
+_INSERT_DELIVERIES = DriverStatement(insert(cast(Table, WebhookDelivery.__table__)))
+
+
+async def add_event(session: AsyncSession, event: Event, deliveries: Iterable[WebhookDelivery]) -> None:
+    """One event and its deliveries through the ORM, flushed (never committed)."""
+    session.add(event)
+    session.add_all(list(deliveries))
+    await session.flush()
+
+
+async def insert_events(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Events (id, customer_id, type, data, created_at) in one executemany."""
+    if rows:
+        await _INSERT_EVENTS.many(session, rows)
+
+
+async def insert_deliveries(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Queued deliveries (webhook_deliveries columns) in one executemany."""
+    if rows:
+        await _INSERT_DELIVERIES.many(session, rows)
 
 
 def events_cte(data: str, sources: str) -> str:

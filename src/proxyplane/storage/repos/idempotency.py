@@ -1,6 +1,6 @@
 """The one writer of `idempotency_records` on the call path (issue 31: moved from ops.py): a keyed call's
 claim (the record inserted before the handler runs) and the store of its response (with the commit).
-The prune of old records is jobs/idempotency_prune.py (allow-listed, next to move).
+And the prune of old records (`prune_before`; jobs/idempotency_prune.py runs the passes).
 
 On PostgreSQL the claim goes with the transaction's BEGIN and the store with its COMMIT, each as one
 round trip (storage/transaction.begin_with / UnitOfWork.commit_with); elsewhere they are plain driver
@@ -8,9 +8,10 @@ statements (storage/driver.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import JSON, Dialect, Table, TypeDecorator, bindparam, select, update
+from sqlalchemy import JSON, Dialect, Table, TypeDecorator, bindparam, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -93,3 +94,18 @@ async def store_and_commit(
         "response": response,
     }
     await uow.commit_with(_STORE_RESPONSE, record, **commit)
+
+
+async def prune_before(session: AsyncSession, cutoff: datetime, batch: int) -> int:
+    """Delete up to `batch` records created before `cutoff`, oldest first (the created_at index); how
+    many were deleted."""
+    oldest = (
+        select(IdempotencyRecord.id)
+        .where(IdempotencyRecord.created_at < cutoff)
+        .order_by(IdempotencyRecord.created_at)
+        .limit(batch)
+    )
+    ids = (await session.execute(oldest)).scalars().all()
+    if ids:
+        await session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id.in_(ids)))
+    return len(ids)

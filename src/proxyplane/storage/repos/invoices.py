@@ -1,8 +1,51 @@
-"""Fragments of the lean PostgreSQL order statements that write `invoices` and `invoice_items`
-(storage/repos/orders.py). The plain writer of both is still domains/invoices/ (issue 31: allow-listed in
-tests/test_architecture.py until it moves here)."""
+"""The order's writes of `invoices` and `invoice_items` (issue 31): the plain form (prebuilt Core INSERTs
+run as driver statements, moved from domains/invoices/orders.py, which builds the values) and the
+fragments of the lean PostgreSQL order statements (storage/repos/orders.py). Other invoices (charges,
+refunds, top-ups) are still written by domains/invoices/service.py (listed in tests/test_storage_rules.py).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.models.billing import Invoice, InvoiceItem
+from proxyplane.storage.models.billing_details import CustomerBillingDetails
+
+
+def _copy(column: Any) -> Any:
+    """The customer's billing field as of the INSERT ("" when none entered)."""
+    value = select(column).where(CustomerBillingDetails.customer_id == bindparam("copy_customer_id"))
+    return func.coalesce(value.scalar_subquery(), "")
+
+
+_INVOICES = cast(Table, Invoice.__table__)
+_INSERT_INVOICE = DriverStatement(
+    insert(_INVOICES)
+    .values(
+        billing_company=_copy(CustomerBillingDetails.company),
+        billing_address=_copy(CustomerBillingDetails.address),
+        billing_vat_id=_copy(CustomerBillingDetails.vat_id),
+    )
+    .returning(_INVOICES.c.id)
+)
+_INSERT_LINES = DriverStatement(insert(cast(Table, InvoiceItem.__table__)))
+
+
+async def insert_invoice(session: AsyncSession, values: Mapping[str, Any]) -> int:
+    """An invoice row with `values` (customer_id .. paid_at) and the customer's billing details copied
+    inside the INSERT (no extra read); its id."""
+    return int(await _INSERT_INVOICE.scalar(session, {"copy_customer_id": values["customer_id"], **values}))
+
+
+async def insert_lines(session: AsyncSession, invoice_id: int, lines: Sequence[Mapping[str, Any]]) -> None:
+    """The invoice's lines (description, quantity, unit_price_cents, amount_cents) in one executemany."""
+    if lines:
+        await _INSERT_LINES.many(session, [{"invoice_id": invoice_id, **line} for line in lines])
 
 _COLUMNS = (
     "customer_id, service_id, kind, description, status, total_cents, refunded_cents, payment_method,"
