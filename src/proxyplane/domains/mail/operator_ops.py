@@ -1,6 +1,7 @@
-"""The operator's view of the email outbox (`proxyplane admin outbox list|show|retry`): served by the
-"cli" door only. With no SMTP configured every message waits here, links included, so the whole
-sign-up / reset flow works on one machine; a refused message shows the server's answer."""
+"""The operator's view of the email outbox (`proxyplane admin outbox list|show|retry`): list and show are
+also served by the operator API and the console (/admin/outbox); retry by the host's CLI only. With no
+SMTP configured every message waits here, links included, so the whole sign-up / reset flow works on one
+machine; a refused message shows the server's answer."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from proxyplane.core.errors import NotFound
-from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models.mail import EmailMessage
 from proxyplane.storage.repos import mail as repo
 
@@ -74,7 +75,13 @@ async def outbox_retry(ctx: Context, data: MessageRef) -> dict[str, Any]:
     return {**_row(m), "retried": moved == 1}
 
 
-OUTBOX_LIST = operator_op("outbox_list", outbox_list, OutboxQuery, Effect.READ)
-OUTBOX_SHOW = operator_op("outbox_show", outbox_show, MessageRef, Effect.READ)
+# the CLI, the operator API and the console (adapters/admin/outbox.py); a message's body holds its links (a
+# password reset's too), so reading it is a permission of its own (mail.bodies: owner, admin)
+OUTBOX_LIST = operator_op(
+    "outbox_list", outbox_list, OutboxQuery, Effect.READ, permission="mail.read", doors=OPERATOR_DOORS
+)
+OUTBOX_SHOW = operator_op(
+    "outbox_show", outbox_show, MessageRef, Effect.READ, permission="mail.bodies", doors=OPERATOR_DOORS
+)
 OUTBOX_RETRY = operator_op("outbox_retry", outbox_retry, MessageRef)
 register(OUTBOX_LIST, OUTBOX_SHOW, OUTBOX_RETRY)

@@ -25,6 +25,8 @@ PERMISSIONS: dict[str, str] = {
     "catalog.read": "read products and price books",
     "catalog.write": "change products and price books",
     "audit.read": "read and export the audit log",
+    "mail.read": "read the email outbox: recipients, kinds, subjects, status, attempts, the server's answer",
+    "mail.bodies": "read an outbox message's text and headers, its links included (a password reset's too)",
     "operators.manage": "create operators, change their roles, lock them, make operator API keys",
     "host.cli": "an operator action not yet given a permission of its own (the host's CLI only)",
 }
@@ -46,6 +48,7 @@ ROLES: dict[str, frozenset[str]] = {
             "stock.read",
             "nodes.read",
             "catalog.read",
+            "mail.read",
         }
     ),
     "finance": frozenset(
