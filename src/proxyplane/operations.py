@@ -14,6 +14,7 @@ from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
 from proxyplane.domains.connections import ops as _connections  # noqa: F401
 from proxyplane.domains.events import ops as _events  # noqa: F401
+from proxyplane.domains.geo import ops as _geo  # noqa: F401  (issue 36)
 from proxyplane.domains.invoices import ops as _invoices  # noqa: F401
 from proxyplane.domains.ips import ops as _ips  # noqa: F401
 from proxyplane.domains.legacy import ops as _legacy  # noqa: F401

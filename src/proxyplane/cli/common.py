@@ -52,6 +52,7 @@ class LazyGroup(click.Group):
 # tests/cli/test_startup.py checks that this list names every operator operation's module.
 OPERATOR_MODULES = (
     "proxyplane.domains.accounts.operator_ops",
+    "proxyplane.domains.geo.ops",
     "proxyplane.domains.mail.operator_ops",
     "proxyplane.domains.operators.list_ops",
     "proxyplane.domains.operators.ops",

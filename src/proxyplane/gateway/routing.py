@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import places
 from .access import Grant, ServiceEntry
 from .subnets import IPV4_DESTINATION, NO_IPV6, SubnetExits, SubnetPool, subnet_pool
 
@@ -109,8 +110,8 @@ class Router:
         # exit-IP pools per (exit dict, country, family), shared by the services holding one dict (a rotating
         # pool); valid while the dict is the same object at the same version (store_load.ExitPool.version)
         # and the local prefixes are unchanged
-        self._pools: dict[tuple[int, str | None, int | None],
-                          tuple[Mapping[str, str], int, Pool | SubnetPool]] = {}
+        self._pools: dict[tuple[int, str | None, int | None, places.Target | None],
+                          tuple[Mapping[str, str], int, Pool | SubnetPool | RoutingError]] = {}
         self._away: dict[int, tuple[Mapping[str, str], int, set[str]]] = {}  # non-local IPs per dict
         self._local: Ranges | None = None  # None: every exit counts as local (no prefixes known)
 
@@ -138,6 +139,9 @@ class Router:
         options = grant.options
         country = options.country if options is not None else None
         sid = options.sid if options is not None else None
+        place = None
+        if options is not None and options.targets_place:
+            place = (options.region, options.city, options.asn)
         if entry.session_mode == "pinned":
             if type(entry.exit_ips) is SubnetExits:
                 return self._pinned_subnet(entry, entry.exit_ips, country, family)
@@ -148,10 +152,12 @@ class Router:
                 raise RoutingError(NOT_LOCAL, "not_local", 503)
             if country is not None and entry.exit_ips[pin] != country:
                 raise RoutingError(f"pinned exit IP is not in country {country}", "geo")
+            if place is not None and not places.matching(entry.exit_ips, (pin,), place):
+                raise RoutingError("pinned exit IP is not in the username's region, city or ASN", "geo", 407)
             if family is not None and ip_family(pin) != family:
                 raise RoutingError("destination address family differs from the exit IP", "address_family")
             return pin
-        pool = self._pool(entry, country, family)
+        pool = self._pool(entry, country, family, place)
         if sid is None and entry.session_mode == "sticky":
             sid = DEFAULT_SID
         if sid is None:
@@ -174,21 +180,32 @@ class Router:
             raise RoutingError(NOT_LOCAL, "not_local", 503)
         return pin
 
-    def _pool(self, entry: ServiceEntry, country: str | None, family: int | None) -> Pool | SubnetPool:
+    def _pool(self, entry: ServiceEntry, country: str | None, family: int | None,
+              place: places.Target | None = None) -> Pool | SubnetPool:
         exits = entry.exit_ips
         version = getattr(exits, "version", 0)
-        key = (id(exits), country, family)
+        key = (id(exits), country, family, place)
         cached = self._pools.get(key)
         if cached is not None and cached[0] is exits and cached[1] == version:
-            return cached[2]
-        pool: Pool | SubnetPool
+            found = cached[2]
+            if isinstance(found, RoutingError):
+                raise RoutingError(str(found), found.reason, found.status)
+            return found
+        pool: Pool | SubnetPool | RoutingError
         if type(exits) is SubnetExits:
             pool = self._subnet_pool(exits, country, family)
+            if place is not None:  # subnets carry no places (yet): nothing fits
+                pool = RoutingError(places.refusal(exits, country, place), "geo", 407)
         else:
             pool = self._build_pool(exits, country, family)
+            if place is not None:  # cached with the pool, refusal included: a bad name costs O(1) next time
+                fit = places.matching(exits, pool, place)
+                pool = Pool(fit) if fit else RoutingError(places.refusal(exits, country, place), "geo", 407)
         if len(self._pools) > 4096:
             self._pools.clear()
         self._pools[key] = (exits, version, pool)
+        if isinstance(pool, RoutingError):
+            raise pool
         return pool
 
     def _nonlocal(self, exits: Mapping[str, str]) -> set[str]:

@@ -28,8 +28,11 @@ from proxyplane.storage.models import Service, ServiceIp, ServiceWhitelist, Stoc
 from proxyplane.storage.models.billing import ServiceAddon
 from proxyplane.storage.models.gateway import ProxySettings
 from proxyplane.storage.models.quotas import ServiceQuota
+from proxyplane.storage.repos import ip_geo
 
+from . import places
 from .access import ServiceEntry
+from .protocol.username import geo_key
 from .quotas_load import QUOTA_COLUMNS, quota_entry
 from .subnets import SubnetExits, load_subnets
 from .subusers_load import load_subusers
@@ -131,13 +134,30 @@ async def active_addons(
 
 class ExitPool(dict[str, str]):
     """{ip: country} of one rotating pool; ``version`` grows with each in-place refresh (the router's
-    cached choices of this dict are valid for one version)."""
+    cached choices of this dict are valid for one version); ``places`` {ip: (region, region code, city,
+    asn)} of the exits the geo data knows (issue 36, gateway/places.py)."""
 
-    __slots__ = ("version",)
+    __slots__ = ("places", "version")
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: Any, located: dict[str, places.Place] | None = None) -> None:
         super().__init__(*args)
         self.version = 0
+        self.places = located or {}
+
+
+async def pool_places(session: AsyncSession, pool: str, geo_source: str) -> dict[str, places.Place]:
+    """The places of the pool's exits as geo keys (what the username's region/city options are)."""
+    out: dict[str, places.Place] = {}
+    keys: dict[str | None, str] = {None: ""}
+    for address, region, code, city, asn in await ip_geo.pool_places(session, pool, geo_source):
+        parts = []
+        for name in (region, code, city):
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = sys.intern(geo_key(name))
+            parts.append(key)
+        out[address] = (parts[0], parts[1], parts[2], int(asn or 0))
+    return out
 
 
 class Pools:
@@ -149,7 +169,8 @@ class Pools:
     async def get(self, session: AsyncSession, pool: str, geo_source: str) -> dict[str, str]:
         key = (pool, geo_source)
         if key not in self.pools:
-            self.pools[key] = ExitPool(await exit_pool(session, pool, geo_source))
+            self.pools[key] = ExitPool(await exit_pool(session, pool, geo_source),
+                                       located=await pool_places(session, pool, geo_source))
         return self.pools[key]
 
     async def refresh(self, session: AsyncSession, pool: str) -> None:
@@ -157,6 +178,7 @@ class Pools:
         for (name, geo), current in self.pools.items():
             if name == pool:
                 fresh = await exit_pool(session, name, geo)
+                current.places = await pool_places(session, name, geo)
                 current.clear()
                 current.update(fresh)
                 current.version += 1

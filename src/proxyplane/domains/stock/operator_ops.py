@@ -17,6 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import select
 
 from proxyplane.core.errors import NotFound
+from proxyplane.domains.geo import service as geo
 from proxyplane.domains.pricing import pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
 from proxyplane.domains.quotas import service as quotas
@@ -68,7 +69,12 @@ async def _import(ctx: Context, into: Into, rows: Iterable[bulk.Row], total: int
     result = await bulk.import_rows(
         ctx.session, into.pool, rows, capacity=into.capacity, port=into.port, progress=progress
     )
-    return {"added": result.added, "skipped": result.skipped}
+    out = {"added": result.added, "skipped": result.skipped}
+    found = geo.readers() if total <= geo.IMPORT_LOCATE_MAX else {}
+    if found:  # issue 36: the import fills the geo data (a larger one: operator_geo_locate afterwards)
+        stored = await geo.locate(ctx.session, [row[0] for row in rows], found)
+        out.update({f"located_{source}": n for source, n in stored.items()})
+    return out
 
 
 async def import_file(ctx: Context, data: ImportFile) -> dict[str, int]:

@@ -22,6 +22,7 @@ from proxyplane.storage.models import upstreams as _upstreams  # noqa: F401  (up
 from proxyplane.storage.models import usage_rollups as _usage_rollups  # noqa: F401  (issue 15)
 from proxyplane.storage.models.base import Base
 from proxyplane.storage.models.customers import ApiKey, Customer
+from proxyplane.storage.models.ip_geo import IpGeo
 from proxyplane.storage.models.legacy import LegacyListUpdate
 from proxyplane.storage.models.services import (
     CatalogProduct,
@@ -50,6 +51,7 @@ __all__ = [
     "Customer",
     "Deposit",
     "IdempotencyRecord",
+    "IpGeo",
     "LedgerEntry",
     "LegacyListUpdate",
     "LoginEvent",

@@ -1,0 +1,61 @@
+"""Region, city and ASN targeting of rotating exits (issue 36).
+
+A rotating pool's ``ExitPool`` carries ``places`` {ip: (region key, region code key, city key, asn)} read
+from the store's geo data (storage/repos/ip_geo.pool_places; keys are ``protocol.username.geo_key`` forms,
+"" / 0 where unknown). The router narrows a pool to the exits that fit the username's target; when none
+does, ``refusal`` names the option that found nothing and lists what exists in the same country (computed
+on the failure path only, and the router caches it with the pool)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .protocol.username import UsernameError
+
+Target = tuple[str | None, str | None, int | None]  # (region, city, asn) of the username
+Place = tuple[str, str, str, int]  # (region key, region code key, city key, asn)
+HINTS = 8  # names listed in a refusal
+
+
+def places_of(exits: Any) -> Mapping[str, Place]:
+    return getattr(exits, "places", None) or {}
+
+
+def fits(place: Place, target: Target) -> bool:
+    region, city, asn = target
+    return ((region is None or region in (place[0], place[1])) and (city is None or city == place[2])
+            and (asn is None or asn == place[3]))
+
+
+def matching(exits: Any, candidates: Iterable[str], target: Target) -> list[str]:
+    known = places_of(exits)
+    return [ip for ip in candidates if (p := known.get(ip)) is not None and fits(p, target)]
+
+
+def _hint(country: str | None, names: Iterable[str], what: str) -> str:
+    listed = sorted(n for n in set(names) if n)
+    where = f" in {country.upper()}" if country else ""
+    if not listed:
+        return f" (no {what} known{where})"
+    more = ", ..." if len(listed) > HINTS else ""
+    return f" ({what}{where}: {', '.join(listed[:HINTS])}{more})"
+
+
+def refusal(exits: Any, country: str | None, target: Target) -> str:
+    """The 407 text when no exit fits ``target``: the option that found nothing and what exists."""
+    known = places_of(exits)
+    scope = [p for ip, p in known.items() if country is None or exits.get(ip) == country]
+    region, city, asn = target
+    if region is not None:
+        if not any(region in (p[0], p[1]) for p in scope):
+            names = (p[0] for p in scope)
+            return str(UsernameError("region", f"no exit in '{region}'" + _hint(country, names, "regions")))
+        scope = [p for p in scope if region in (p[0], p[1])]
+    if city is not None:
+        if not any(city == p[2] for p in scope):
+            names = (p[2] for p in scope)
+            return str(UsernameError("city", f"no exit in '{city}'" + _hint(country, names, "cities")))
+        scope = [p for p in scope if city == p[2]]
+    shown = (str(p[3]) for p in scope if p[3])
+    return str(UsernameError("asn", f"no exit in AS{asn}" + _hint(country, shown, "ASNs")))

@@ -1,0 +1,114 @@
+"""The one writer of `ip_geo` (issue 36), and its reads: the geo database's answers per exit IP / prefix
+(never replacing an operator's override), the operator's overrides, and the places of a rotating pool's
+exits for the gateway. A write that changes a pool's places stamps ``pool:<kind>`` in the gateway change
+log (what the stock triggers do for stock columns), so nodes re-read the pool within a second."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.clock import utcnow
+from proxyplane.storage.engine_choice import is_postgres
+from proxyplane.storage.models.ip_geo import IpGeo
+from proxyplane.storage.models.stock import StockIp
+from proxyplane.storage.rowcount import rowcount
+
+FIELDS = ("country", "region", "region_code", "city", "asn", "org")
+BATCH = 2_000  # rows per INSERT (bound parameters: SQLite allows 32,766)
+
+
+def _insert(session: AsyncSession) -> Any:
+    return pg_insert if is_postgres(session) else sqlite_insert
+
+
+async def store(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> int:
+    """Upsert the geo database's answers ({address, geo_source, *FIELDS}); an overridden row stays."""
+    now = utcnow()
+    written = 0
+    for i in range(0, len(rows), BATCH):
+        part = [{**r, "overridden": False, "updated_at": now} for r in rows[i : i + BATCH]]
+        stmt = _insert(session)(IpGeo).values(part)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["address", "geo_source"],
+            set_={**{f: getattr(stmt.excluded, f) for f in FIELDS}, "updated_at": stmt.excluded.updated_at},
+            where=IpGeo.overridden.is_(False),
+        )
+        await session.execute(stmt)
+        written += len(part)
+    return written
+
+
+async def override(session: AsyncSession, address: str, geo_source: str, values: dict[str, Any]) -> IpGeo:
+    """The operator's location of one address for one source (kept over later database refreshes)."""
+    row = {"address": address, "geo_source": geo_source, **{f: values.get(f) for f in FIELDS},
+           "overridden": True, "updated_at": utcnow()}
+    stmt = _insert(session)(IpGeo).values(row)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["address", "geo_source"], set_={k: v for k, v in row.items() if k not in
+                                                        ("address", "geo_source")})
+    await session.execute(stmt)
+    got = await session.get(IpGeo, (address, geo_source), populate_existing=True)
+    assert got is not None
+    return got
+
+
+async def for_address(session: AsyncSession, address: str) -> list[IpGeo]:
+    rows = await session.execute(select(IpGeo).where(IpGeo.address == address).order_by(IpGeo.geo_source))
+    return list(rows.scalars())
+
+
+async def pool_places(session: AsyncSession, pool: str, geo_source: str) -> list[tuple[Any, ...]]:
+    """(address, region, region_code, city, asn) of the pool's live exits that have a place."""
+    query = (
+        select(StockIp.address, IpGeo.region, IpGeo.region_code, IpGeo.city, IpGeo.asn)
+        .join(IpGeo, (IpGeo.address == StockIp.address) & (IpGeo.geo_source == geo_source))
+        .where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
+    )
+    return [tuple(r) for r in await session.execute(query)]
+
+
+async def pools_of(session: AsyncSession, addresses: Iterable[str]) -> set[str]:
+    wanted = list(addresses)
+    kinds: set[str] = set()
+    for i in range(0, len(wanted), BATCH):
+        q = select(StockIp.product_kind).where(StockIp.address.in_(wanted[i : i + BATCH])).distinct()
+        kinds.update(await session.scalars(q))
+    return kinds
+
+
+async def log_pools(session: AsyncSession, kinds: Iterable[str]) -> None:
+    """Stamp ``pool:<kind>`` in gateway_changes, as the stock triggers of migration 0012c do."""
+    for kind in sorted(set(kinds)):
+        if is_postgres(session):
+            stmt = text(
+                "INSERT INTO gateway_changes (key, seq, xid) VALUES (:k, nextval('gateway_change_seq'), "
+                "pg_current_xact_id()::text::bigint) ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, "
+                "xid = excluded.xid"
+            )
+        else:
+            stmt = text(
+                "INSERT INTO gateway_changes (key, seq, xid) VALUES (:k, "
+                "(SELECT coalesce(max(seq), 0) + 1 FROM gateway_changes), 0) "
+                "ON CONFLICT (key) DO UPDATE SET seq = excluded.seq"
+            )
+        await session.execute(stmt, {"k": f"pool:{kind}"})
+
+
+async def set_stock_country(session: AsyncSession, address: str, geo_source: str, country: str) -> int:
+    """The stock row's country for ``geo_source`` follows an override (its free counts by trigger)."""
+    col = StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
+    result = await session.execute(
+        update(StockIp).where(StockIp.address == address, col != country).values({col: country})
+    )
+    return rowcount(result)
+
+
+async def pool_addresses(session: AsyncSession, pool: str) -> list[str]:
+    query = select(StockIp.address).where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
+    return list(await session.scalars(query.order_by(StockIp.id)))
