@@ -133,7 +133,6 @@ STORAGE_WRITES = {
     "gateway/local_ips.py": _GATEWAY_STORE,
     "gateway/node_limits.py": _GATEWAY_STORE,
     "gateway/sticky_sync.py": _GATEWAY_STORE,
-    "jobs/oauth_prune.py": "the prune of expired OAuth rows: " + _NOT_MOVED,
     "jobs/webhooks.py": "the delivery worker's claims and results: " + _NOT_MOVED,
 }
 STORAGE_SQL = {

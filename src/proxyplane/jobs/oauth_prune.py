@@ -8,14 +8,16 @@ of bounded size, each in its own transaction; a large backlog is worked off over
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Select, and_, delete, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models.oauth import OAuthGrant, OAuthRequest, OAuthToken
+from proxyplane.storage.repos import oauth as oauth_rows
+
+Prune = Callable[[AsyncSession, datetime, int], Awaitable[int]]
 
 BATCH = 1000
 MAX_BATCHES = 20  # per table and pass
@@ -24,32 +26,20 @@ MAX_BATCHES = 20  # per table and pass
 async def prune_oauth(db: Database, now: datetime | None = None, batch: int = BATCH) -> int:
     """Delete the requests and tokens no one can use any more; the number of rows deleted."""
     now = now or utcnow()
-    requests = select(OAuthRequest.id).where(OAuthRequest.expires_at < now)
-    ended_grants = select(OAuthGrant.id).where(OAuthGrant.revoked_at.is_not(None))
-    tokens = select(OAuthToken.token_hash).where(
-        or_(
-            OAuthToken.expires_at < now,
-            and_(
-                OAuthToken.revoked_at.is_not(None),
-                or_(OAuthToken.kind == "access", OAuthToken.grant_id.in_(ended_grants)),
-            ),
-        )
-    )
-    return await _in_batches(db, requests, OAuthRequest.id, batch) + await _in_batches(
-        db, tokens, OAuthToken.token_hash, batch
+    return await _in_batches(db, oauth_rows.prune_requests, now, batch) + await _in_batches(
+        db, oauth_rows.prune_tokens, now, batch
     )
 
 
-async def _in_batches(db: Database, ids_query: Select[Any], column: Any, batch: int) -> int:
+async def _in_batches(db: Database, prune: Prune, now: datetime, batch: int) -> int:
     deleted = 0
     for _ in range(MAX_BATCHES):
         async with db.unit_of_work() as uow:
-            ids = (await uow.session.execute(ids_query.limit(batch))).scalars().all()
-            if not ids:
+            n = await prune(uow.session, now, batch)
+            if not n:
                 break
-            await uow.session.execute(delete(column.table).where(column.in_(ids)))
             await uow.commit()
-        deleted += len(ids)
-        if len(ids) < batch:
+        deleted += n
+        if n < batch:
             break
     return deleted
