@@ -12,6 +12,7 @@ from proxyplane.domains.agent import limits as _limits  # noqa: F401
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
+from proxyplane.domains.connections import client_ip_ops as _client_ips  # noqa: F401  (issue 32.5)
 from proxyplane.domains.connections import ops as _connections  # noqa: F401
 from proxyplane.domains.events import ops as _events  # noqa: F401
 from proxyplane.domains.geo import ops as _geo  # noqa: F401  (issue 36)

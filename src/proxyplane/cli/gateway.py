@@ -102,7 +102,11 @@ def as_worker(node: GatewayNode, shared: HostShared, worker: int) -> None:
     node.router = node.sticky.router = node.gateway.ctx.router = router
     node.gateway.ctx.limiter = limiter
     node.counts = NodeCounts(
-        node.db, limiter, node.sticky.node_id, interval=node.settings.limit_refresh_seconds
+        node.db,
+        limiter,
+        node.sticky.node_id,
+        interval=node.settings.limit_refresh_seconds,
+        client_ips=node.table.client_ips,  # each worker reports its own (issue 32.5)
     )
 
 

@@ -52,6 +52,7 @@ class GatewaySettings(BaseSettings):
     dev_allow_loopback: bool = False  # destinations on loopback allowed (development; see above)
     deny_destinations: str = "default"
     limit_refresh_seconds: float = 1.0
+    client_ip_window_seconds: float = 600.0  # anti-sharing: an address counts this long (issue 32.5)
     full_reload_seconds: float = 3600.0  # gateway/store.py backstop (O(everything) per node: keep it rare)
     tunnel_engine: bool = True  # CONNECT/SOCKS5 tunnels through the C engine if built (decisions/gateway.md)
     static_bind: str = "0.0.0.0,::"  # wildcard addresses of the static listeners (comma-separated)

@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 from . import quotas, subusers
 from .auth_reasons import REFUSAL_TEXT, AuthFailure
+from .client_ips import CLIENT_IP_LIMIT, CLIENT_IP_TEXT, ClientIps
 from .protocol.username import UsernameOptions, parse_username
 from .quotas import QuotaEntry
 from .subusers import SubCounts, SubuserEntry
@@ -46,6 +47,8 @@ class ServiceEntry:
     subuser: SubuserEntry | None = None  # set on a sub-user's derived entry: the sub-user
     quota: QuotaEntry | None = None  # the service's traffic/request quota (issue 32; gateway/quotas.py)
     upstream_pool: str | None = None  # drawn from this upstream pool, not local exits (upstream_pools.py)
+    max_client_ips: int = 0  # distinct client addresses within the window; 0 = unlimited (client_ips.py)
+    client_ip_policy: str = "refuse_new"  # or "newest_wins"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,7 @@ class AccessProvider(Protocol):
     def subuser_by_client_ip(self, static_ip: str | None, client_ip: str) -> ServiceEntry | None: ...
 
     sub_counts: SubCounts  # what this node metered per sub-user (shared with the Meter)
+    client_ips: ClientIps  # client addresses seen per service with a limit (issue 32.5)
 
 
 # An index slot: the one entry under a key (the common case, no container), or several in precedence order.
@@ -134,6 +138,7 @@ class AccessTable:
         # sub-users' derived entries (gateway/subusers.py) by metering id, by login, by whitelisted client IP
         self._subs: dict[str, tuple[ServiceEntry, ...]] = {}  # service_id -> its sub-users' derived entries
         self._metered: set[str] = set()  # ids of the services with a quota (issue 32: the metrics' count)
+        self.client_ips = ClientIps()  # anti-sharing (issue 32.5); the node sets its window
         self._sub_by_id: dict[str, ServiceEntry] = {}
         self._sub_by_login: dict[str, ServiceEntry] = {}
         self._sub_wl: dict[str, Slot] = {}
@@ -401,6 +406,11 @@ def authenticate(
         raise refused(AuthFailure.SUSPENDED, entry)
     if entry.quota is not None and quotas.refused(entry, access.sub_counts):
         raise AuthError(quotas.QUOTA_TEXT, quotas.QUOTA_EXHAUSTED, entry.service_id)
+    owner = entry.parent or entry
+    if owner.max_client_ips and not access.client_ips.admit(
+        owner.service_id, client_ip, owner.max_client_ips, owner.client_ip_policy
+    ):
+        raise AuthError(CLIENT_IP_TEXT, CLIENT_IP_LIMIT, entry.service_id)
     if entry.subuser is not None:
         reason = subusers.refusal(entry, options, access.sub_counts)
         if reason is not None:

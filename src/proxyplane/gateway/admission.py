@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .access import AuthError, Grant, ServiceEntry, authenticate
 from .auth_reasons import AuthFailure, not_whitelisted_text
+from .client_ips import CLIENT_IP_LIMIT
 from .protocol import socks5
 from .protocol.http_proxy import Credentials
 from .protocol.http_response import auth_required, build_reply
@@ -36,6 +37,9 @@ def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: 
         if exc.reason == QUOTA_EXHAUSTED:  # 402: buy more traffic (gateway/quotas.py)
             status = proxy_status(QUOTA_EXHAUSTED, "traffic quota used up")
             return build_reply(402, str(exc), headers=(status,))
+        if exc.reason == CLIENT_IP_LIMIT:  # 429: too many client addresses (gateway/client_ips.py)
+            status = proxy_status(CLIENT_IP_LIMIT, "too many client addresses for this service")
+            return build_reply(429, str(exc), headers=(status,))
         if exc.reason == AuthFailure.SUSPENDED:
             return build_reply(403, str(exc))
         if exc.reason == AuthFailure.NOT_WHITELISTED:

@@ -54,7 +54,7 @@ class ProxyAuthThrottle:
         if not decision.allowed:
             raise AuthError(refusal_text(decision), THROTTLED)
         try:
-            return authenticate(access, static_ip, "", login, password)
+            return authenticate(access, static_ip, client_ip, login, password)
         except AuthError as exc:
             if exc.reason in COUNTED:
                 self.buckets.record_failure(key, now)

@@ -23,6 +23,7 @@ from proxyplane.storage.engine import Database
 
 from . import metrics
 from .access import AccessTable
+from .client_ips import ClientIps
 from .context import Settings as DataPlaneSettings
 from .destinations import deny_list
 from .local_ips import LocalAddresses
@@ -136,8 +137,13 @@ class GatewayNode:
         every = max(settings.poll_seconds, 1.0)
         self.upstreams = UpstreamSync(db, box, self.gateway.ctx.upstreams, interval=every)
         self._spool_job: asyncio.Future[None] | None = None
+        self.table.client_ips = ClientIps(settings.client_ip_window_seconds)
         self.counts = NodeCounts(
-            db, self.gateway.limiter, self.sticky.node_id, interval=settings.limit_refresh_seconds
+            db,
+            self.gateway.limiter,
+            self.sticky.node_id,
+            interval=settings.limit_refresh_seconds,
+            client_ips=self.table.client_ips,
         )
         self.addresses = LocalAddresses(db, self.sticky.node_id, self.table, router=self.router)
         self.addresses.on_prefixes = self.gateway.ctx.destinations.set_host  # this host: never a destination

@@ -23,17 +23,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections
+from proxyplane.storage.repos import client_ips as client_ip_repo
 
 from . import periodic
+from .client_ips import ClientIps
 from .limits import ConnectionLimiter, WorkerLimiter
 
 log = logging.getLogger(__name__)
@@ -47,11 +51,16 @@ class NodeCounts:
         node_id: str,
         interval: float = 1.0,
         stale: float = 5.0,
+        client_ips: ClientIps | None = None,
     ) -> None:
         self.db, self.limiter, self.node_id = db, limiter, node_id
         self.publish = True
+        self.client_ips = client_ips  # anti-sharing (issue 32.5): exchanged in the same transaction
+        self.reporter = node_id  # its row of gateway_client_ips: one per process
+        self._reported = False
         if isinstance(limiter, WorkerLimiter):  # one row per host, written by its worker 0
             self.node_id, self.publish = limiter.host_id, limiter.worker == 0
+            self.reporter = f"{limiter.host_id}/w{limiter.worker}"
         self.interval, self.stale = interval, stale
         self._task: asyncio.Task[None] | None = None
         self._last_cleanup = 0.0
@@ -83,6 +92,7 @@ class NodeCounts:
                 await uow.session.execute(
                     delete(GatewayNodeConnections).where(GatewayNodeConnections.updated_at < old)
                 )
+                await client_ip_repo.prune(uow.session, old)
             rows = await uow.session.execute(
                 select(GatewayNodeConnections.counts).where(
                     GatewayNodeConnections.node_id != self.node_id,
@@ -93,8 +103,26 @@ class NodeCounts:
             for (node_counts,) in rows.all():
                 for sid, n in (node_counts or {}).items():
                     others[sid] = others.get(sid, 0) + int(n)
+            reports = await self._exchange_client_ips(uow.session, now, fresh)
             await uow.commit()
         self.limiter.set_others(others)
+        if self.client_ips is not None:
+            self.client_ips.set_others(reports)
+
+    async def _exchange_client_ips(
+        self, session: AsyncSession, now: datetime, fresh: datetime
+    ) -> list[dict[str, Any]]:
+        """Publish the client addresses this process saw (its row removed once it has none), then take
+        the other processes' (issue 32.5; gateway/client_ips.py)."""
+        if self.client_ips is None:
+            return []
+        report = self.client_ips.report()
+        if report:
+            await client_ip_repo.publish(session, self.reporter, report, now)
+        elif self._reported:
+            await client_ip_repo.remove(session, self.reporter)
+        self._reported = bool(report)
+        return await client_ip_repo.others(session, self.reporter, fresh)
 
     async def _run(self) -> None:
         await periodic.run_forever(
@@ -104,6 +132,11 @@ class NodeCounts:
     async def close(self) -> None:
         await periodic.cancel(self._task)
         self._task = None
+        if self._reported:
+            with contextlib.suppress(Exception):
+                async with self.db.unit_of_work(write=True) as uow:
+                    await client_ip_repo.remove(uow.session, self.reporter)
+                    await uow.commit()
         if not self.publish:
             return
         with contextlib.suppress(Exception):

@@ -32,6 +32,7 @@ from proxyplane.storage.repos import ip_geo
 
 from . import places
 from .access import ServiceEntry
+from .client_ips import limit_of as client_ip_limit
 from .protocol.username import geo_key
 from .quotas_load import QUOTA_COLUMNS, quota_entry
 from .subnets import SubnetExits, load_subnets
@@ -360,6 +361,8 @@ async def load_entries(
                 entry.upstream_pool = str(upstream_pool)
             if quota[0] is not None:  # a metered service
                 entry.quota = quota_entry(str(sid), quota, now)
+            if "client_ip_limit" in params:  # anti-sharing (issue 32.5; gateway/client_ips.py)
+                entry.max_client_ips, entry.client_ip_policy = client_ip_limit(params)
             out[_uuid(sid)] = (entry, end)
     lap("services")
     if ipv6:  # one more select only when IPv6 services are loaded (gateway/subnets.py)

@@ -3,6 +3,7 @@
 from proxyplane.storage.models import account_security as _account_security  # noqa: F401  (issue 34)
 from proxyplane.storage.models import billing as _billing  # noqa: F401  (add-ons, invoices: issue 5)
 from proxyplane.storage.models import billing_details as _billing_details  # noqa: F401  (issue 22.8)
+from proxyplane.storage.models import client_ips as _client_ips  # noqa: F401  (anti-sharing: issue 32.5)
 from proxyplane.storage.models import gateway as _gateway  # noqa: F401  (usage, sticky sessions: issue 9)
 from proxyplane.storage.models import gateway_changes as _gateway_changes  # noqa: F401  (issue 14)
 from proxyplane.storage.models import gateway_health as _gateway_health  # noqa: F401  (issue 9)
