@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import delete, select
 
 from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.upstreams.service import cost_cents
 from proxyplane.platform import Platform
 from proxyplane.storage.models.operators import OperatorAudit
@@ -143,4 +144,24 @@ async def test_margin_is_sales_of_the_pools_services_minus_bytes_times_cost(
     assert entry["cost_cents"] == 1_050 and entry["services"] == 1
     assert entry["revenue_cents"] == 1_200 and entry["margin_cents"] == 150
     assert cost_cents(1, 450) == 1  # a started cent is a cent: the cost is never under-reported
+    await run(platform, "operator_product_set", product_id=product["product_id"], active=False)
+    await drop_pool(platform, pool)
+
+
+async def test_a_product_names_only_a_pool_with_a_supplier(platform: Platform) -> None:
+    pool = pool_name()
+    with pytest.raises(ValidationFailed) as err:
+        await run(platform, "operator_product_add", name=f"Empty {pool}", kind="proxy_rotating",
+                  price_cents=1, config={"upstream_pool": pool})
+    assert err.value.extra["field"] == "upstream_pool"
+    local = await run(platform, "operator_product_add", name=f"Local {pool}", kind="proxy_rotating",
+                      price_cents=1, config={"exit_pool": "proxy_datacenter"})
+    with pytest.raises(ValidationFailed):
+        await run(platform, "operator_product_set", product_id=local["product_id"], upstream_pool=pool)
+    await run(platform, "operator_upstream_add", pool=pool, scheme="http", host="127.0.0.1", port=1)
+    moved = await run(platform, "operator_product_set", product_id=local["product_id"], upstream_pool=pool)
+    assert moved["config"] == {"exit_pool": "proxy_datacenter", "upstream_pool": pool}
+    back = await run(platform, "operator_product_set", product_id=local["product_id"], upstream_pool="")
+    assert back["config"] == {"exit_pool": "proxy_datacenter"}
+    await run(platform, "operator_product_set", product_id=local["product_id"], active=False)
     await drop_pool(platform, pool)

@@ -25,6 +25,7 @@ from proxyplane.domains.services.service import expire_due
 from proxyplane.domains.stock import bulk
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.seed import seed_demo
+from proxyplane.domains.upstreams import service as upstreams
 from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import CatalogProduct
 
@@ -147,6 +148,8 @@ class ProductChange(BaseModel):
     quota_requests: int | None = None
     quota_period: str | None = Field(default=None, description="term, month or none")
     gb_price_cents: int | None = None
+    # a rotating product drawing from an upstream pool (issue 36.4; "" back to local exits), from now on
+    upstream_pool: str | None = Field(default=None, max_length=40)
 
 
 class PriceKind(BaseModel):
@@ -165,6 +168,8 @@ async def product_list(ctx: Context, _: NoInput) -> list[dict[str, Any]]:
 
 async def product_add(ctx: Context, data: NewProduct) -> dict[str, Any]:
     quotas.validate_config(data.config)  # quota fields, period, per-GB rate (issue 32): 422 naming the field
+    if data.config.get("upstream_pool"):  # a pool with a supplier (issue 36.4): 422 naming it otherwise
+        await upstreams.check_product_pool(ctx.session, data.kind, str(data.config["upstream_pool"]))
     p = CatalogProduct(
         name=data.name,
         kind=data.kind,
@@ -196,6 +201,14 @@ async def product_set(ctx: Context, data: ProductChange) -> dict[str, Any]:
     if metered:
         quotas.validate_config(metered)
         p.config = {**(p.config or {}), **metered}
+    if data.upstream_pool is not None:
+        config = dict(p.config or {})
+        if data.upstream_pool:
+            await upstreams.check_product_pool(ctx.session, p.kind, data.upstream_pool)
+            config["upstream_pool"] = data.upstream_pool
+        else:
+            config.pop("upstream_pool", None)
+        p.config = config
     await ctx.session.flush()
     return product_json(p)
 

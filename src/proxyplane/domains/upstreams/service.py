@@ -93,6 +93,15 @@ async def register(session: Any, box: SecretBox, *, pool: str, scheme: str, host
     )
 
 
+async def check_product_pool(session: Any, kind: str, pool: str) -> None:
+    """A product may name a pool only if it is rotating and the pool has an active supplier."""
+    if kind != "proxy_rotating":
+        raise ValidationFailed("only a proxy_rotating product can draw from an upstream pool",
+                               field="upstream_pool")
+    if not any(u.active for u in await repo.listing(session, pool)):
+        raise ValidationFailed(f"upstream pool {pool!r} has no active supplier", field="upstream_pool")
+
+
 async def listing(session: Any, pool: str | None) -> list[Upstream]:
     return await repo.listing(session, pool)
 
