@@ -1,6 +1,7 @@
 """Issue 32 in a real browser, at desktop width and on a 390 px phone: a monthly 10 GB plan's page shows
 its period and when it resets; the add-traffic form buys 2 GB at the rate shown (the limit becomes 12 GB,
-the wallet pays $2.00) and the auto top-up form turns it on; the page never scrolls sideways."""
+the wallet pays $2.00), the auto top-up form turns it on and the client-address limit is set (issue
+32.5); the page never scrolls sideways."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def test_add_traffic_form(
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]["width"], too_wide(page)
     box = page.locator("#add-traffic button").bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= WIDTHS[width]["width"]
+    page.fill("#client-ips input[name=max_client_ips]", "3")
+    page.select_option("#client-ips select[name=policy]", "newest_wins")
+    page.click("#client-ips button")
+    page.wait_for_selector("#client-ips-state:has-text('At most 3 client addresses')")
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]["width"], too_wide(page)
     page.goto(f"{base_url}/invoices")
     assert "Traffic: 2 GB for service" in page.inner_text("main")
     context.close()

@@ -18,6 +18,7 @@ from proxyplane.storage.models.quotas import ServiceQuota
 from tests.adapters.web.helpers import follow, post_form
 from tests.adapters.web.test_rotating_page import buy_rotating
 from tests.domains.quotas.support import quota_row
+from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
 GB = quotas.GB
@@ -81,3 +82,24 @@ async def customer_of(platform: Platform, sid: uuid.UUID) -> int:
 
     async with platform.db.unit_of_work(write=False) as uow:
         return (await service_of(uow.session, sid)).customer_id
+
+
+async def test_client_ip_limit_form(client: httpx.AsyncClient, platform: Platform) -> None:
+    url, key = await buy_rotating(client, platform)
+    page = (await client.get(url)).text
+    assert 'id="client-ips"' in page and "No limit: any number of client addresses" in page
+    r = await post_form(client, url, f"{url}/client-ips", {"max_client_ips": "x", "policy": "refuse_new"})
+    assert r.status_code == 422 and "whole number" in r.text
+    r = await post_form(client, url, f"{url}/client-ips", {"max_client_ips": "5000", "policy": "refuse_new"})
+    assert r.status_code == 422 and "max_client_ips" in r.text
+    done = await follow(
+        client,
+        await post_form(client, url, f"{url}/client-ips", {"max_client_ips": "2", "policy": "newest_wins"}),
+    )
+    assert "At most 2 client addresses (newest wins)." in done.text
+    assert "At most 2 client addresses within 10 minutes; a new one replaces" in done.text
+    api = (await client.get(f"/api/v1/customer/services/{url.rsplit('/', 1)[1]}/proxy/client-ip-limit",
+                            headers=bearer(key))).json()  # fmt: skip
+    assert (api["max_client_ips"], api["policy"]) == (2, "newest_wins")
+    done = await follow(client, await post_form(client, url, f"{url}/client-ips", {"max_client_ips": ""}))
+    assert "No limit on client addresses." in done.text

@@ -1,7 +1,8 @@
 """The service page's traffic actions (issue 32): buy GB for a metered service at the rate the page showed
 (add_traffic with max_total_cents = GB x that rate, so a changed rate charges nothing and re-renders the
-page), and the auto top-up (set_auto_topup). Each is the REST operation run through `invoke`; a refusal
-re-renders the page with the message in the plan-use section."""
+page), the auto top-up (set_auto_topup) and the limit of client addresses (set_client_ip_limit, 32.5).
+Each is the REST operation run through `invoke`; a refusal re-renders the page with the message in its
+section."""
 
 from __future__ import annotations
 
@@ -68,3 +69,23 @@ async def auto_topup(request: Request) -> Response:
         else "Auto top-up off."
     )
     return redirect(request, f"/services/{service_id(request)}#plan-use", done)
+
+
+@router.post("/services/{service_id}/client-ips")
+async def client_ips(request: Request) -> Response:
+    await require_login(request)
+    data = await form(request)
+    raw = str(data.get("max_client_ips", "")).strip()
+    most = whole(raw)
+    if raw and most is None:
+        return await service_page(request, 422, {"client-ips": "Enter a whole number, or leave it empty."})
+    body = {"max_client_ips": most, "policy": str(data.get("policy", "refuse_new"))}
+    result = await action(request, "set_client_ip_limit", body, "client-ips")
+    if isinstance(result, Response):
+        return result
+    done = (
+        f"At most {result.max_client_ips} client addresses ({result.policy.replace('_', ' ')})."
+        if result.max_client_ips
+        else "No limit on client addresses."
+    )
+    return redirect(request, f"/services/{service_id(request)}#client-ips", done)
