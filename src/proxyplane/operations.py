@@ -15,6 +15,7 @@ from proxyplane.domains.catalog import ops as _catalog  # noqa: F401
 from proxyplane.domains.connections import client_ip_ops as _client_ips  # noqa: F401  (issue 32.5)
 from proxyplane.domains.connections import ops as _connections  # noqa: F401
 from proxyplane.domains.events import ops as _events  # noqa: F401
+from proxyplane.domains.geo import cities_ops as _cities  # noqa: F401  (issue 36)
 from proxyplane.domains.geo import ops as _geo  # noqa: F401  (issue 36)
 from proxyplane.domains.invoices import ops as _invoices  # noqa: F401
 from proxyplane.domains.ips import ops as _ips  # noqa: F401

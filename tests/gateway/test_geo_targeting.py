@@ -45,6 +45,8 @@ async def test_city_region_asn_targeting(client, platform, account, origin, tmp_
                 stored = await geo.locate(uow.session, exits, {"maxmind": GeoReader(city, asn)})
                 await uow.commit()
             assert stored == {"maxmind": 6}
+            config = (await client.get(f"{API}/{sid}/proxy/config", headers=bearer(key))).json()
+            assert config["cities"] == {"de": ["munich", "nuremberg"]} and config["ttl_minutes_max"] == 1440
             async with running_node(platform, node_settings(["127.0.0.1"]), tmp_path) as node:
                 gw = ("127.0.0.1", node.gateway.gateway_port("http"))
 
@@ -52,7 +54,7 @@ async def test_city_region_asn_targeting(client, platform, account, origin, tmp_
                     status, _, body = await http_get(gw, url, basic(f"{login}-{options}", password))
                     return status, body.decode(errors="replace")
 
-                async def exits_of(options: str, n: int = 24) -> set[str]:
+                async def exits_of(options: str, n: int = 48) -> set[str]:  # 3 exits missed: p < 1e-8
                     seen = set()
                     for _ in range(n):
                         status, body = await exit_of(options)
@@ -62,7 +64,7 @@ async def test_city_region_asn_targeting(client, platform, account, origin, tmp_
 
                 assert await exits_of("country-de-city-munich") == set(munich)
                 assert await exits_of("country-DE-city-Nuremberg") == set(nuremberg)
-                assert await exits_of("country-de-region-by") == set(exits)  # the ISO 3166-2 code
+                assert await exits_of("country-de-region-by", 96) == set(exits)  # the ISO 3166-2 code
                 assert await exits_of("country-de-state-bavaria-asn-as64497") == set(nuremberg)
                 assert await exits_of("asn-64496") == set(munich)
                 status, body = await exit_of("country-de-city-atlantis")
@@ -91,7 +93,7 @@ async def test_city_region_asn_targeting(client, platform, account, origin, tmp_
                     return places.get(munich[0], ("", "", "", 0))[2] == "nuremberg"
 
                 await eventually(moved, within=3.0)
-                assert await exits_of("country-de-city-nuremberg", 40) == {munich[0], *nuremberg}
+                assert await exits_of("country-de-city-nuremberg", 80) == {munich[0], *nuremberg}
     finally:
         async with platform.db.unit_of_work(write=True) as uow:
             await uow.session.execute(delete(IpGeo).where(IpGeo.address.in_(exits)))

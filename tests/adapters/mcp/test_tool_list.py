@@ -73,6 +73,7 @@ TOOLS = {
     "list_api_keys": "customer:read | read | ri",
     "list_available_addons": "services:write wallet:spend | read | ri",
     "list_catalog": "catalog:read | read | ri",
+    "list_cities": "- | read | ri",
     "list_countries": "- | read | ri",
     "list_invoices": "wallet:read | read | ri",
     "list_members": "customer:read | read | ri",

@@ -87,6 +87,10 @@ class ConfigOut(BaseModel):
     countries: list[str] = Field(
         description="countries of the exit pool (username option country-XX); IPv6: of the service's subnets"
     )
+    cities: dict[str, list[str]] = Field(
+        default={}, description="per country of the pool, the -city- values its exits have (geo data)"
+    )
+    ttl_minutes_max: int = Field(default=1440, description="the longest -ttl- a username may set (24 hours)")
 
 
 class WhitelistIn(BaseModel):
@@ -193,10 +197,12 @@ async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
     proxy.require_rotating(svc)
     gw = rotating_gateway()  # the configuration, never the copy stored with old products/services
     settings = await proxy.settings_row(ctx.session, svc)
+    cities: dict[str, list[str]] = {}
     if svc.product_kind == IPV6_KIND:  # its subnets' countries (-country-XX picks among them)
         countries = {i.country for i in await services.service_ips(ctx.session, svc.service_id)}
     else:
         countries = set((await proxy.exit_pool(ctx.session, svc)).values())
+        cities = await proxy.pool_cities(ctx.session, svc)
     return ConfigOut(
         service_id=svc.service_id,
         host=gw.host,
@@ -208,6 +214,8 @@ async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
         username_example=f"{svc.login}-country-us-city-new_york-session-abc123-ttl-24h-strict-1",
         ttl_minutes_options=list(proxy.TTL_MINUTES),
         countries=sorted({c.lower() for c in countries if c}),
+        cities=cities,
+        ttl_minutes_max=proxy.TTL_MAX_MINUTES,
     )
 
 

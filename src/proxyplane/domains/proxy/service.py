@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
+from proxyplane.core.place_names import geo_key
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.addons import service as addons
 from proxyplane.domains.services import service as services
@@ -27,6 +28,7 @@ from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
+from proxyplane.storage.repos import ip_geo
 from proxyplane.storage.rowcount import rowcount
 
 API_WRITER = "api"
@@ -86,6 +88,17 @@ async def exit_pool(session: AsyncSession, svc: Service) -> dict[str, str]:
         select(StockIp.address, col).where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
     )
     return dict(rows.tuples().all())
+
+
+async def pool_cities(session: AsyncSession, svc: Service) -> dict[str, list[str]]:
+    """{country (lower case): sorted -city- values} of a rotating service's pool (issue 36)."""
+    pool = str((svc.parameters or {}).get("exit_pool", "proxy_datacenter"))
+    out: dict[str, set[str]] = {}
+    rows = await ip_geo.city_counts(session, pool, svc.geo_source, free_only=False)
+    for country, _region, city, _n in rows:
+        if city:
+            out.setdefault(country.lower(), set()).add(geo_key(city))
+    return {c: sorted(names) for c, names in sorted(out.items())}
 
 
 async def _subuser_login(session: AsyncSession, login: str) -> bool:

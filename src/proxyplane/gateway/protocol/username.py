@@ -19,8 +19,9 @@ digits only), the form the gateway's exit geo compares.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+from proxyplane.core.place_names import geo_key
 
 from .errors import ProtocolError
 
@@ -35,13 +36,7 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 KNOWN = ("session", "ttl", "strict", "country", "region", "city", "asn")
 _ALIASES = {"sid": "session", "state": "region"}
 ASN_MAX = 4_294_967_295
-
-
-def geo_key(name: str) -> str:
-    """The comparable form of a place name: accents dropped, lower case, letters and digits only
-    (``São Paulo``, ``sao_paulo`` and ``SaoPaulo`` all give ``saopaulo``)."""
-    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    return "".join(ch for ch in plain.lower() if ch.isalnum())
+__all__ = ["UsernameError", "UsernameOptions", "geo_key", "parse_ttl", "parse_username"]
 
 
 ISO_COUNTRIES = frozenset(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -112,3 +112,22 @@ async def set_stock_country(session: AsyncSession, address: str, geo_source: str
 async def pool_addresses(session: AsyncSession, pool: str) -> list[str]:
     query = select(StockIp.address).where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
     return list(await session.scalars(query.order_by(StockIp.id)))
+
+
+async def city_counts(
+    session: AsyncSession, pool: str, geo_source: str, country: str | None = None, free_only: bool = True
+) -> list[tuple[str, str | None, str | None, int]]:
+    """(stock country, region, city, IPs) of a pool's live stock that the geo data places, per city; only
+    IPs with a free slot when ``free_only``. A grouped scan of the pool (not the O(1) free counts)."""
+    col = StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
+    query = (
+        select(col, IpGeo.region, IpGeo.city, func.count())
+        .join(IpGeo, (IpGeo.address == StockIp.address) & (IpGeo.geo_source == geo_source))
+        .where(StockIp.product_kind == pool, StockIp.retired_at.is_(None), IpGeo.city.is_not(None))
+        .group_by(col, IpGeo.region, IpGeo.city)
+    )
+    if free_only:
+        query = query.where(StockIp.assigned_count < StockIp.capacity)
+    if country is not None:
+        query = query.where(col == country)
+    return [(str(c), r, ci, int(n)) for c, r, ci, n in await session.execute(query)]
