@@ -42,20 +42,73 @@ def _hint(country: str | None, names: Iterable[str], what: str) -> str:
     return f" ({what}{where}: {', '.join(listed[:HINTS])}{more})"
 
 
+class PlaceIndex:
+    """What a pool's places hold per country ("" : every country): region names, region codes, cities
+    and ASNs; built once per pool version, so a name nothing has is refused in O(1) of the pool."""
+
+    __slots__ = ("by_country",)
+
+    def __init__(self, exits: Any) -> None:
+        self.by_country: dict[str, tuple[set[str], set[str], set[str], set[int]]] = {}
+        for ip, (region, code, city, asn) in places_of(exits).items():
+            for key in (exits.get(ip) or "", ""):
+                sets = self.by_country.get(key)
+                if sets is None:
+                    sets = self.by_country[key] = (set(), set(), set(), set())
+                sets[0].add(region)
+                sets[1].add(code)
+                sets[2].add(city)
+                sets[3].add(asn)
+        for sets in self.by_country.values():
+            for names in sets:
+                names.discard("")  # type: ignore[arg-type]
+                names.discard(0)  # type: ignore[arg-type]
+
+
+_INDEXES: dict[int, tuple[Any, int, PlaceIndex]] = {}
+
+
+def index(exits: Any) -> PlaceIndex:
+    version = getattr(exits, "version", 0)
+    cached = _INDEXES.get(id(exits))
+    if cached is not None and cached[0] is exits and cached[1] == version:
+        return cached[2]
+    if len(_INDEXES) > 256:
+        _INDEXES.clear()
+    built = PlaceIndex(exits)
+    _INDEXES[id(exits)] = (exits, version, built)
+    return built
+
+
+def unknown(exits: Any, country: str | None, target: Target) -> str | None:
+    """The 407 text when the pool has no exit with the target's region, city or ASN in ``country`` (each
+    checked alone, from the index); None when each exists (their combination may still match nothing)."""
+    region, city, asn = target
+    regions, codes, cities, asns = index(exits).by_country.get(country or "", (set(), set(), set(), set()))
+    if region is not None and region not in regions and region not in codes:
+        return str(UsernameError("region", f"no exit in '{region}'" + _hint(country, regions, "regions")))
+    if city is not None and city not in cities:
+        return str(UsernameError("city", f"no exit in '{city}'" + _hint(country, cities, "cities")))
+    if asn is not None and asn not in asns:
+        return str(UsernameError("asn", f"no exit in AS{asn}" + _hint(country, map(str, asns), "ASNs")))
+    return None
+
+
 def refusal(exits: Any, country: str | None, target: Target) -> str:
     """The 407 text when no exit fits ``target``: the option that found nothing and what exists."""
+    alone = unknown(exits, country, target)
+    if alone is not None:
+        return alone
     known = places_of(exits)
     scope = [p for ip, p in known.items() if country is None or exits.get(ip) == country]
     region, city, asn = target
     if region is not None:
-        if not any(region in (p[0], p[1]) for p in scope):
-            names = (p[0] for p in scope)
-            return str(UsernameError("region", f"no exit in '{region}'" + _hint(country, names, "regions")))
         scope = [p for p in scope if region in (p[0], p[1])]
-    if city is not None:
-        if not any(city == p[2] for p in scope):
+        if city is not None and not any(city == p[2] for p in scope):
             names = (p[2] for p in scope)
-            return str(UsernameError("city", f"no exit in '{city}'" + _hint(country, names, "cities")))
+            return str(UsernameError("city", f"no exit in '{city}' in region '{region}'"
+                                     + _hint(country, names, "cities")))
+    if city is not None:
         scope = [p for p in scope if city == p[2]]
     shown = (str(p[3]) for p in scope if p[3])
-    return str(UsernameError("asn", f"no exit in AS{asn}" + _hint(country, shown, "ASNs")))
+    return str(UsernameError("asn", f"no exit in AS{asn} there" + _hint(country, shown, "ASNs")))

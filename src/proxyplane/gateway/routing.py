@@ -196,6 +196,8 @@ class Router:
             pool = self._subnet_pool(exits, country, family)
             if place is not None:  # subnets carry no places (yet): nothing fits
                 pool = RoutingError(places.refusal(exits, country, place), "geo", 407)
+        elif place is not None and (text := places.unknown(exits, country, place)) is not None:
+            pool = RoutingError(text, "geo", 407)  # a name the pool has nowhere: O(1), no scan
         else:
             pool = self._build_pool(exits, country, family)
             if place is not None:  # cached with the pool, refusal included: a bad name costs O(1) next time
