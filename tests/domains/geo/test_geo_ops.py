@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import delete, select
 
 from proxyplane.storage.models import IpGeo, StockIp
+from proxyplane.storage.models.prefixes import StockPrefix
 from tests.domains.operators.helpers import run
 
 from .mmdb import write
@@ -61,4 +62,24 @@ async def test_import_locates_and_override_wins(platform, tmp_path, monkeypatch)
         async with platform.db.unit_of_work(write=True) as uow:
             await uow.session.execute(delete(IpGeo).where(IpGeo.address.in_(addresses)))
             await uow.session.execute(delete(StockIp).where(StockIp.address.in_(addresses)))
+            await uow.commit()
+
+
+async def test_a_prefix_is_located_when_added(platform, tmp_path, monkeypatch) -> None:
+    rows = [("2001:db8::/32", "NL", "North Holland", "NH", "Amsterdam", 64498, "Doc Six")]
+    city, asn = write(tmp_path, rows)
+    monkeypatch.setenv("PROXYPLANE_GEO_MAXMIND_CITY", city)
+    monkeypatch.setenv("PROXYPLANE_GEO_MAXMIND_ASN", asn)
+    monkeypatch.delenv("PROXYPLANE_GEO_RIPE_CITY", raising=False)
+    monkeypatch.delenv("PROXYPLANE_GEO_RIPE_ASN", raising=False)
+    prefix = f"2001:db8:{random.randrange(1, 0xFFFF):x}::/48"
+    try:
+        added = await run(platform, "operator_stock_add_prefix", prefix=prefix, country="NL")
+        assert added["located_maxmind"] == 1
+        [place] = (await run(platform, "operator_geo_show", address=added["prefix"]))["places"]
+        assert (place["country"], place["city"], place["asn"]) == ("NL", "Amsterdam", 64498)
+    finally:
+        async with platform.db.unit_of_work(write=True) as uow:
+            await uow.session.execute(delete(IpGeo).where(IpGeo.address == prefix))
+            await uow.session.execute(delete(StockPrefix).where(StockPrefix.prefix == prefix))
             await uow.commit()

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from proxyplane.core.errors import ValidationFailed
+from proxyplane.domains.geo import service as geo
 from proxyplane.domains.stock import subnets
 from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 
@@ -35,7 +36,7 @@ async def add_prefix(ctx: Context, data: NewPrefix) -> dict[str, Any]:
         )
     except ValueError as exc:
         raise ValidationFailed(str(exc), field="prefix") from None
-    return {
+    out = {
         "prefix": row.prefix,
         "subnet_len": row.subnet_len,
         "subnets": subnets.subnet_count(row.prefix, row.subnet_len),
@@ -43,6 +44,11 @@ async def add_prefix(ctx: Context, data: NewPrefix) -> dict[str, Any]:
         "country_ripe": row.country_ripe,
         "added": added,
     }
+    found = geo.readers()
+    if found:  # issue 36: the prefix's place from the configured geo databases (by its first address)
+        stored = await geo.locate(ctx.session, [row.prefix], found)
+        out.update({f"located_{source}": n for source, n in stored.items()})
+    return out
 
 
 async def list_prefixes(ctx: Context, data: NoInput) -> dict[str, Any]:
