@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     webhook_disable_after_failures: int = 15
     webhook_disable_after_seconds: float = 86400.0
     worker_poll_seconds: float = 1.0
+    upstream_check_seconds: float = 300.0  # the job worker health-checks upstream suppliers (0: never)
     worker_in_serve: bool = True
     oauth_allow_http_client_ids: bool = False  # development/tests: http://127.0.0.1 client ID documents
     # sign-ups (issue 30.4, docs/decisions/throttling.md): bursts per client address (then that many an hour)

@@ -12,6 +12,7 @@ from proxyplane.jobs.background import background
 from proxyplane.jobs.change_notifier import notifier_task
 from proxyplane.jobs.mail import MailWorker
 from proxyplane.jobs.stock_free_fold import fold_task
+from proxyplane.jobs.upstream_checks import checks_task
 from proxyplane.jobs.webhooks import WebhookWorker
 from proxyplane.platform import Platform
 
@@ -25,7 +26,10 @@ async def worker_task(platform: Platform) -> AsyncIterator[WebhookWorker]:
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run_forever(stop), name="webhook-worker")
     try:
-        async with notifier_task(platform.db), fold_task(platform.db), background(mail.run_forever, "mail"):
+        async with (
+            notifier_task(platform.db), fold_task(platform.db), background(mail.run_forever, "mail"),
+            checks_task(platform),
+        ):
             yield worker
     finally:
         await mail.close()
@@ -51,7 +55,10 @@ async def run_worker(settings: Settings) -> None:
     worker = WebhookWorker(platform)
     mail = MailWorker(platform)
     try:
-        async with notifier_task(platform.db), fold_task(platform.db), background(mail.run_forever, "mail"):
+        async with (
+            notifier_task(platform.db), fold_task(platform.db), background(mail.run_forever, "mail"),
+            checks_task(platform),
+        ):
             await worker.run_forever(stop)
     finally:
         await mail.close()
