@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -33,10 +34,13 @@ from proxyplane.domains.apikeys.service import last_use_due, record_last_use
 from proxyplane.domains.team import activity
 from proxyplane.observability.metrics import observed
 from proxyplane.storage.engine import UnitOfWork
+from proxyplane.storage.outage import stale_connection
 from proxyplane.storage.repos import idempotency
 
 if TYPE_CHECKING:
     from proxyplane.platform import Platform
+
+log = logging.getLogger(__name__)
 
 
 class Effect(StrEnum):
@@ -310,7 +314,27 @@ async def invoke(
     `door_key`: a once-only key the door carries beside the input (a dashboard form token): claimed in
     the operation's transaction like an idempotency_key (a refused call gives it back), no response stored
     (it may hold a secret); a second call with it raises AlreadyApplied (IdempotencyConflict when its
-    input differs)."""
+    input differs).
+    A call that met a pooled connection the store had dropped (a database restart since it was opened)
+    runs once more on a new connection when running it twice is safe (reads, PUT/DELETE, keyed calls:
+    the key's claim replays a first run that committed); other calls answer 503 (issue 35)."""
+    try:
+        return await _invoke(platform, op, caller, data, max_total_cents, door_key)
+    except Exception as exc:
+        if not (stale_connection(exc) and (op.idempotent or door_key)):
+            raise
+        log.info("%s met a dropped store connection: run again on a new one (%s)", op.name, exc)
+    return await _invoke(platform, op, caller, data, max_total_cents, door_key)
+
+
+async def _invoke(
+    platform: Platform,
+    op: Operation,
+    caller: Caller,
+    data: BaseModel | None,
+    max_total_cents: int | None,
+    door_key: str | None,
+) -> Any:
     check_access(op, caller)
     if op.permission:  # an operator operation: the role's permission, its audit row (operator_calls.py)
         from proxyplane.operator_calls import invoke_operator

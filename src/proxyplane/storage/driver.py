@@ -211,8 +211,29 @@ async def _run(
             except Exception as translated:
                 orig = translated
         if isinstance(orig, dialect.loaded_dbapi.Error):
-            raise DBAPIError.instance(sql, args, orig, dialect.loaded_dbapi.Error, dialect=dialect) from exc
+            raise DBAPIError.instance(
+                sql,
+                args,
+                orig,
+                dialect.loaded_dbapi.Error,
+                connection_invalidated=dropped(sync_conn, adapted, dialect, orig),
+                dialect=dialect,
+            ) from exc
         raise
+
+
+def dropped(sync_conn: Any, adapted: Any, dialect: Any, orig: BaseException) -> bool:
+    """Whether `orig` says the store dropped this connection (a restart, a cut link): then, as SQLAlchemy
+    does for its own statements, every pool connection of its generation or older is marked to be replaced
+    at its next checkout (this one too; it is not closed here: the unit of work's close returns it). The
+    caller raises the error with connection_invalidated set, which tells invoke() a retry is possible."""
+    try:
+        if not dialect.is_disconnect(orig, adapted, None):
+            return False
+        sync_conn.engine.pool._invalidate(getattr(sync_conn, "_dbapi_connection", None), orig, _checkin=False)
+    except Exception:  # noqa: BLE001 - never hide the statement's own error behind this one
+        return False
+    return True
 
 
 class LeanSession:

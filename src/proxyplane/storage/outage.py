@@ -40,3 +40,17 @@ def _one(exc: BaseException) -> bool:
         return True
     state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
     return isinstance(state, str) and state.startswith(_STATES)
+
+
+def stale_connection(exc: BaseException) -> bool:
+    """A connection of the pool that was found dead in use (the store restarted, or the link was cut, since
+    it was opened): SQLAlchemy has invalidated it (and the pool's older connections), so a new checkout
+    connects afresh. Not a failed connect: a store still down fails again at once."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -39,7 +39,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from proxyplane.storage.driver import _STATE, DriverStatement, LeanSession
+from proxyplane.storage.driver import _STATE, DriverStatement, LeanSession, dropped
 from proxyplane.storage.lean_setting import LEAN
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")  # asyncpg's positional parameters in a compiled statement
@@ -90,7 +90,7 @@ async def commit(session: AsyncSession, final: bool = False) -> bool:
         try:
             await greenlet_spawn(adapted.commit)
         except Exception as exc:
-            raise _translated(exc, adapted, dialect, "COMMIT") from exc
+            raise _translated(exc, sync_conn, adapted, dialect, "COMMIT") from exc
         return True
     async with adapted._execute_mutex:
         begun, adapted._transaction = adapted._transaction, None
@@ -99,7 +99,7 @@ async def commit(session: AsyncSession, final: bool = False) -> bool:
         try:
             await begun.commit()
         except Exception as exc:
-            raise _translated(exc, adapted, dialect, "COMMIT") from exc
+            raise _translated(exc, sync_conn, adapted, dialect, "COMMIT") from exc
     return True
 
 
@@ -127,7 +127,7 @@ async def begin_with(session: AsyncSession, stmt: DriverStatement, params: Mappi
         try:
             return str(await driver.execute(f"{_begin_sql(adapted)}; {sql}"))
         except Exception as exc:
-            raise _translated(exc, adapted, dialect, sql) from exc
+            raise _translated(exc, sync_conn, adapted, dialect, sql) from exc
 
 
 async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapping[str, Any]) -> bool:
@@ -158,7 +158,7 @@ async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapp
         try:
             await driver.execute(f"{sql}; COMMIT")
         except Exception as exc:
-            raise _translated(exc, adapted, dialect, sql) from exc
+            raise _translated(exc, sync_conn, adapted, dialect, sql) from exc
         adapted._transaction = None  # committed (a failure above leaves it open, to be rolled back)
     return True
 
@@ -166,7 +166,7 @@ async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapp
 async def commit_state(state: tuple[Any, Any]) -> None:
     """PostgreSQL: COMMIT the transaction open on a unit of work's connection (`state`: a LeanSession's),
     nothing when none is (no statement ran)."""
-    (_sync_conn, adapted, _driver), dialect = state
+    (sync_conn, adapted, _driver), dialect = state
     async with adapted._execute_mutex:
         begun, adapted._transaction = adapted._transaction, None
         if begun is None:
@@ -174,7 +174,7 @@ async def commit_state(state: tuple[Any, Any]) -> None:
         try:
             await begun.commit()
         except Exception as exc:
-            raise _translated(exc, adapted, dialect, "COMMIT") from exc
+            raise _translated(exc, sync_conn, adapted, dialect, "COMMIT") from exc
 
 
 class _Begun:
@@ -295,7 +295,7 @@ def _before_cursor(
             fn(sync_conn, None, sql, (), None, False)
 
 
-def _translated(exc: Exception, adapted: Any, dialect: Any, sql: str) -> BaseException:
+def _translated(exc: Exception, sync_conn: Any, adapted: Any, dialect: Any, sql: str) -> BaseException:
     """asyncpg's error as the DBAPIError SQLAlchemy raises for it (other errors unchanged)."""
     orig: BaseException = exc
     try:
@@ -303,5 +303,8 @@ def _translated(exc: Exception, adapted: Any, dialect: Any, sql: str) -> BaseExc
     except Exception as translated:
         orig = translated
     if isinstance(orig, dialect.loaded_dbapi.Error):
-        return DBAPIError.instance(sql, (), orig, dialect.loaded_dbapi.Error, dialect=dialect)
+        invalidated = dropped(sync_conn, adapted, dialect, orig)
+        return DBAPIError.instance(
+            sql, (), orig, dialect.loaded_dbapi.Error, connection_invalidated=invalidated, dialect=dialect
+        )
     return exc
