@@ -9,7 +9,11 @@
  * Checked beyond ASan/UBSan: the unconsumed bytes are always the tail of what the client sent, a handed-off
  * connection carries exactly those bytes, a CONNECT head fits max_head and was followed by CRLFCRLF, SOCKS5
  * credentials and address/port are bytes the client sent, fields are in range. Built and run by
- * scripts/fuzz.sh (the engine's C files linked, Python embedded). */
+ * scripts/fuzz.sh (the engine's C files linked, Python embedded).
+ * The decision cache (csrc/fast.c) is on: an accepted handshake is also cached (fast_put) the way Python
+ * caches it, so later inputs with the same bytes take the engine's own path (SOCKS5 credentials answered,
+ * tunnels dialled to a closed loopback port, their failure handed back); entries are counted, freed and
+ * forgotten between inputs. */
 #include "../../src/proxyplane/gateway/csrc/tunnels.h"
 
 #include <assert.h>
@@ -17,6 +21,7 @@
 #include <stdio.h>
 
 static Engine engine;
+static void call(PyObject *(*method)(Engine *, PyObject *), PyObject *args);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -26,6 +31,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     engine.all.next = engine.all.prev = &engine.all;
     engine.pending = PyList_New(0);
     engine.now = tn_mono_now();
+    call(Engine_fast_enable, Py_BuildValue("(y)", "HTTP/1.1 200 Connection established\r\n\r\n"));
+    call(Engine_fast_lease, Py_BuildValue("(Il)", 0u, 1L << 40));
     return 0;
 }
 
@@ -36,6 +43,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             abort();                                                                  \
         }                                                                             \
     } while (0)
+
+/* an engine method with these arguments; its result must not be an exception */
+static void call(PyObject *(*method)(Engine *, PyObject *), PyObject *args) {
+    CHECK(args != NULL);
+    PyObject *res = method(&engine, args);
+    CHECK(res != NULL);
+    Py_DECREF(res);
+    Py_DECREF(args);
+}
+
+static unsigned int next_entry = 1;
+
+/* cache the decision being answered, as fastpath.py does for an accepted handshake */
+static void cache(unsigned long long id, int kind, int socks) {
+    call(Engine_fast_put, Py_BuildValue("(KiIIisi(s))", id, kind, next_entry++, 0u, socks, "127.0.0.1", 9,
+                                        "127.0.0.1"));
+}
 
 typedef struct {
     const uint8_t *sent; /* what the client has sent so far: data[0..nsent) */
@@ -82,8 +106,10 @@ static void events(run_t *r) {
                 const uint8_t *at = memmem(r->sent, r->nsent, PyBytes_AS_STRING(head), n);
                 CHECK(at != NULL && (size_t)(at - r->sent) + n + 4 <= r->nsent);
                 CHECK(memcmp(at + n, "\r\n\r\n", 4) == 0);
+                if (!r->done && r->accept) cache(r->id, FK_OPEN, 0);
                 if (!r->done) answer(r, "HTTP/1.1 407 x\r\n\r\n", 18, NEXT_CLOSE);
             } else if (kind == EV_SOCKS_NOAUTH) {
+                if (!r->done && r->accept) cache(r->id, FK_AUTH, 1);
                 if (!r->done) answer(r, r->accept ? "\x05\x00" : "\x05\xff", 2, r->accept ? NEXT_REQUEST : 0);
             } else if (kind == EV_SOCKS_AUTH) {
                 PyObject *login = PyTuple_GET_ITEM(ev, 3), *password = PyTuple_GET_ITEM(ev, 4);
@@ -94,7 +120,12 @@ static void events(run_t *r) {
                 msg[2 + ul] = (uint8_t)pl;
                 memcpy(msg + 3 + ul, PyBytes_AS_STRING(password), pl);
                 CHECK(memmem(r->sent, r->nsent, msg, 3 + ul + pl) != NULL);
+                if (!r->done && r->accept) cache(r->id, FK_AUTH, 1);
                 if (!r->done) answer(r, r->accept ? "\x01\x00" : "\x01\x01", 2, r->accept ? NEXT_REQUEST : 0);
+            } else if (kind == EV_FAST_FAILED || kind == EV_FAST_SOCKS_REQUEST) {
+                /* a cached tunnel's connect failed / a request under cached credentials: Python replies */
+                CHECK(PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(ev, 1)) == r->id);
+                if (!r->done) answer(r, "\x05\x01\x00\x01\x00\x00\x00\x00\x00\x00", 10, NEXT_CLOSE);
             } else if (kind == EV_SOCKS_REQUEST) {
                 int cmd = (int)PyLong_AsLong(PyTuple_GET_ITEM(ev, 2));
                 int atyp = (int)PyLong_AsLong(PyTuple_GET_ITEM(ev, 3));
@@ -116,6 +147,7 @@ static void events(run_t *r) {
                 msg[len] = (uint8_t)(port >> 8);
                 msg[len + 1] = (uint8_t)port;
                 CHECK(memmem(r->sent, r->nsent, msg, len + 2) != NULL);
+                if (!r->done && r->accept && cmd == 1 && atyp != 3) cache(r->id, FK_OPEN, 1);
                 if (!r->done) answer(r, "\x05\x02\x00\x01\x00\x00\x00\x00\x00\x00", 10, NEXT_CLOSE);
             }
         }
@@ -180,5 +212,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tn_reap(&engine);
     close(sv[1]);
+    call(Engine_fast_counts, PyTuple_New(0)); /* frees what was forgotten */
+    if ((next_entry & 63) == 0) call(Engine_fast_forget, Py_BuildValue("(s)", "127.0.0.1"));
+    if ((next_entry & 1023) == 0) call(Engine_fast_forget, Py_BuildValue("(z)", NULL));
     return 0;
 }

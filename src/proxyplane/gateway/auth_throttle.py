@@ -41,6 +41,12 @@ class ProxyAuthThrottle:
     ) -> None:
         self.buckets = MemoryBuckets(policy, max_addresses)
         self.clock = clock
+        self._failure_listeners: list[Callable[[str], None]] = []
+
+    def on_failure(self, callback: Callable[[str], None]) -> None:
+        """``callback(client_ip)`` runs after each counted failure (the tunnel engine's decision cache
+        forgets the address's decisions: while it is over its burst nothing from it may pass unchecked)."""
+        self._failure_listeners.append(callback)
 
     def authenticate(
         self, access: AccessProvider, static_ip: str | None, client_ip: str, login: str, password: str
@@ -58,6 +64,8 @@ class ProxyAuthThrottle:
         except AuthError as exc:
             if exc.reason in COUNTED:
                 self.buckets.record_failure(key, now)
+                for callback in self._failure_listeners:
+                    callback(client_ip)
             raise
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -110,6 +110,7 @@ class DestinationPolicy:
         "host",
         "_cache",
         "_local",
+        "_listeners",
     )
 
     def __init__(
@@ -118,6 +119,7 @@ class DestinationPolicy:
         allow_loopback: bool = False,
         allow_exact: Iterable[tuple[str, int]] = (),
     ) -> None:
+        self._listeners: list[Callable[[], None]] = []
         nets = [ipaddress.ip_network(n, strict=False) for n in deny]
         if not allow_loopback:
             nets += [ipaddress.ip_network(n) for n in LOOPBACK]
@@ -132,6 +134,14 @@ class DestinationPolicy:
         self._cache: dict[str, bool] = {}
         self._local: dict[str, tuple[str, bool, float]] = {}  # address -> (canonical, local, until)
 
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """``callback()`` runs after every change of the rules (the tunnel engine's decision cache)."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            callback()
+
     def add_own(self, listeners: Iterable[tuple[str, int]]) -> None:
         """The platform's listeners: each port on every local address, each non-wildcard address exactly."""
         for host, port in listeners:
@@ -140,6 +150,7 @@ class DestinationPolicy:
             if ip is not None and not ip.is_unspecified:
                 self.own_addresses.add((str(ip), port))
         self.allow_exact -= {pair for pair in self.allow_exact if pair[1] in self.own_ports}
+        self._changed()
 
     def set_host(self, prefixes: Iterable[IPNetwork] | None) -> None:
         """This host's local address prefixes (the node's LocalAddresses, every 30 s): its own public
@@ -149,6 +160,7 @@ class DestinationPolicy:
         if host != self.host:
             self.host = host
             self._cache.clear()
+            self._changed()
 
     def allow(self, address: str, port: int) -> None:
         """Let exactly ``address:port`` through (rule 2), unless it is one of the platform's listeners."""
@@ -157,6 +169,7 @@ class DestinationPolicy:
             raise ValueError(f"not an IP literal: {address!r}")
         if port not in self.own_ports:
             self.allow_exact.add((str(ip), port))
+            self._changed()
 
     def permits(self, address: str, port: int) -> bool:
         """True when ``address`` (an IP literal, the one dialed) may be reached on ``port``."""

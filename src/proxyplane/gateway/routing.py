@@ -114,6 +114,11 @@ class Router:
                           tuple[Mapping[str, str], int, Pool | SubnetPool | RoutingError]] = {}
         self._away: dict[int, tuple[Mapping[str, str], int, set[str]]] = {}  # non-local IPs per dict
         self._local: Ranges | None = None  # None: every exit counts as local (no prefixes known)
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """``callback()`` runs when the local prefixes change (the tunnel engine's decision cache)."""
+        self._listeners.append(callback)
 
     def set_local(self, prefixes: Iterable[Any] | None) -> bool:
         """The host's local address prefixes (``ipaddress`` networks; None: unknown, nothing filtered).
@@ -124,6 +129,8 @@ class Router:
         self._local = ranges
         self._pools.clear()
         self._away.clear()
+        for callback in self._listeners:
+            callback()
         return True
 
     def choose(self, grant: Grant, listen_ip: str | None, family: int | None = None) -> str:
@@ -165,6 +172,24 @@ class Router:
         if options is None:
             return self._sticky(entry, sid, pool, None)
         return self._sticky(entry, sid, pool, options.ttl_minutes, options.strict)
+
+    def fixed_pool(self, grant: Grant, listen_ip: str | None, family: int | None) -> tuple[str, ...] | None:
+        """The exit IPs ``choose`` picks from uniformly for this grant when its pick keeps no state and
+        depends on nothing else (static, pinned to a listed IP, rotating without a session over listed
+        IPs); None otherwise (sticky sessions, exits drawn from subnets). RoutingError where ``choose``
+        refuses (the same checks: ``choose`` itself decides the static and pinned cases)."""
+        entry = grant.service
+        if entry.kind == "static":
+            return (self.choose(grant, listen_ip, family),)
+        options = grant.options
+        if type(entry.exit_ips) is SubnetExits:
+            return None
+        if entry.session_mode == "pinned":
+            return (self.choose(grant, listen_ip, family),)
+        if entry.session_mode == "sticky" or (options is not None and options.sid is not None):
+            return None
+        pool = self._pool(entry, options.country if options is not None else None, family)
+        return tuple(pool) if type(pool) is Pool else None
 
     def _pinned_subnet(self, entry: ServiceEntry, exits: SubnetExits, country: str | None,
                        family: int | None) -> str:

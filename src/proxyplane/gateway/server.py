@@ -148,7 +148,10 @@ class Gateway:
         """Client connections this process serves: admitted ones (holding a slot) and, on the tunnel
         engine, those still in their handshake."""
         admitted = self.ctx.capacity.total // PER_CONNECTION
-        return max(admitted, len(self.tunnels.conns)) if self.tunnels is not None else admitted
+        if self.tunnels is None:
+            return admitted
+        admitted -= self.tunnels.unused_slots()  # lent to the decision cache, no tunnel holds them
+        return max(admitted, len(self.tunnels.conns))
 
     def gauges(self) -> dict[str, float]:
         """The live values metrics.NodeCollector exports."""

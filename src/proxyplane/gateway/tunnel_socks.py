@@ -26,6 +26,8 @@ def on_noauth(engine: TunnelEngine, cid: int, tag: int, client_ip: str, local_ip
         engine.reply_close(cid, bytes((socks5.VERSION, socks5.NO_ACCEPTABLE)))
         return
     engine.conns[cid] = Tunnel(grant, static_ip, True)
+    if engine.fast is not None:  # the next greeting from this address: the engine answers it alone
+        engine.fast.fill_auth(cid, grant, static_ip)
     engine.reply_then_request(cid, bytes((socks5.VERSION, socks5.NO_AUTH)))
 
 
@@ -49,6 +51,8 @@ def on_auth(engine: TunnelEngine, cid: int, tag: int, login_bytes: bytes, passwo
         engine.reply_close(cid, b"\x01\x01")
         return
     engine.conns[cid] = Tunnel(grant, static_ip, True)
+    if engine.fast is not None:  # the same credentials from this address: the engine accepts them alone
+        engine.fast.fill_auth(cid, grant, static_ip)
     engine.reply_then_request(cid, b"\x01\x00")
 
 
@@ -86,6 +90,18 @@ def on_request(engine: TunnelEngine, cid: int, command: int, atyp: int, host: st
         hand_over(engine, cid, rec, socks_reply(socks5.REP_SUCCEEDED))
         return
     engine.open(cid, rec, None)
+
+
+def on_fast_request(engine: TunnelEngine, cid: int, auth_id: int, command: int, atyp: int, host: str | bytes,
+                    port: int) -> None:
+    """A request after credentials (or a whitelist greeting) the engine accepted by a cached decision:
+    decided here from that decision's grant, as if Python had accepted them on this connection."""
+    known = engine.fast.record(auth_id) if engine.fast is not None else None
+    if known is None:
+        engine.reply_close(cid, socks_reply(socks5.REP_GENERAL_FAILURE))
+        return
+    engine.conns[cid] = Tunnel(known.grant, known.static_ip, True)
+    on_request(engine, cid, command, atyp, host, port)
 
 
 def hand_over_udp(engine: TunnelEngine, cid: int, rec: Tunnel, req: socks5.SocksRequest) -> None:

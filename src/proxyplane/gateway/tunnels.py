@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .access import Grant
 from .admission import http_credentials, release_slot, slot_refusal, take_slot
 from .destinations import BlockedDestination
+from .fastpath import FastPath
 from .protocol import socks5
 from .protocol.errors import ProtocolError
 from .protocol.http_proxy import MAX_HEAD, ConnectRequest, HttpRequestParser
@@ -101,6 +102,8 @@ class Listener:
         sock = self.sockets[0]
         if sock.fileno() >= 0:
             self.engine.engine.remove_listener(sock.fileno())
+            if self.engine.fast is not None:  # its connections' cached decisions name its tag
+                self.engine.fast.forget()
             self.engine.listeners.pop(self.tag, None)
             sock.close()
 
@@ -125,13 +128,16 @@ class TunnelEngine:
         self._tasks: set[asyncio.Task[Any]] = set()
         from . import tunnel_socks as socks
 
-        t = _tunnels
+        t = self.t = _tunnels
+        self.fast: FastPath | None = None  # the decision cache (fastpath.py), from start()
         self.handlers: dict[int, Callable[..., None]] = {
             t.HANDOFF: self.on_handoff, t.CONNECT: self.on_connect,
             t.SOCKS_NOAUTH: functools.partial(socks.on_noauth, self),
             t.SOCKS_AUTH: functools.partial(socks.on_auth, self),
             t.SOCKS_REQUEST: functools.partial(socks.on_request, self),
             t.CONNECT_FAILED: self.on_connect_failed, t.CLOSED: self.on_closed,
+            t.FAST_FAILED: self.on_fast_failed,
+            t.FAST_SOCKS_REQUEST: functools.partial(socks.on_fast_request, self),
         }
         self.no_answer = frozenset({t.HANDOFF, t.CLOSED})  # events that leave no connection waiting
 
@@ -139,6 +145,9 @@ class TunnelEngine:
         self.loop = loop
         loop.add_reader(self.engine.fileno(), self.on_ready)
         self.ctx.meter.add_source(self.pull_counts)
+        if self.ctx.settings.tunnel_cache and hasattr(self.ctx.access, "on_change"):
+            self.fast = FastPath(self)
+            self.engine.fast_enable(CONNECT_ESTABLISHED)
 
     def listen(self, host: str, port: int, kind: str, static: bool, backlog: int) -> Listener:
         v6 = ":" in host
@@ -195,6 +204,8 @@ class TunnelEngine:
         settings = self.ctx.settings
         self.engine.sweep(settings.handshake_timeout, settings.connect_timeout, settings.idle_timeout)
         self.drain()
+        if self.fast is not None:
+            self.fast.sweep()
 
     def cut(self, cid: int) -> None:
         """End a tunnel now (its CLOSED event meters the last bytes and frees the slot)."""
@@ -213,6 +224,16 @@ class TunnelEngine:
     def stats(self) -> dict[str, int]:
         return dict(self.engine.stats())
 
+    def unused_slots(self) -> int:
+        """Budget slots charged for the decision cache's tunnels that none holds now."""
+        return self.fast.unused_slots() if self.fast is not None else 0
+
+    def on_fast_failed(self, cid: int, entry_id: int, exit_ip: str, err: int, timed_out: bool) -> None:
+        if self.fast is None or not self.fast.take_back(cid, entry_id, exit_ip):
+            self.reply_close(cid, b"")
+            return
+        self.on_connect_failed(cid, err, timed_out)
+
     def close(self) -> None:
         if self.loop is not None:
             self.loop.remove_reader(self.engine.fileno())
@@ -221,6 +242,9 @@ class TunnelEngine:
         events = self.engine.close_all()
         if events:
             self.dispatch(events)
+        if self.fast is not None:
+            self.fast.harvest()
+            self.fast.stop()
         for task in list(self._tasks):
             task.cancel()
 
@@ -343,6 +367,8 @@ class TunnelEngine:
         if not self.ctx.destinations.permits(host, port):  # the engine dials this literal (inet_pton)
             self.upstream_failed(cid, rec, upstream_error(BlockedDestination(host), host, port))
             return
+        if self.fast is not None:  # the next connection with these bytes: the engine opens it alone
+            self.fast.fill_open(cid, rec)
         self.engine.connect(cid, host, port, rec.exit_ip, ok_reply)
 
     async def resolve_and_open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
@@ -375,7 +401,7 @@ class TunnelEngine:
         self.upstream_failed(cid, rec, error)
 
     def upstream_failed(self, cid: int, rec: Tunnel, error: UpstreamError) -> None:
-        sid = rec.slot
+        sid = rec.grant.service.service_id  # rec.slot: None for a tunnel the decision cache opened
         self.ctx.error(sid, rec.host, error.reason, rec.exit_ip)
         if rec.socks:
             self.reply_close(cid, socks_reply(error.rep))

@@ -12,6 +12,7 @@ PyObject *Engine_send(Engine *e, PyObject *args) {
         PyBuffer_Release(&data);
         Py_RETURN_FALSE;
     }
+    c->key.len = 0; /* decided */
     int rc = tn_client_write(e, c, data.buf, (size_t)data.len);
     PyBuffer_Release(&data);
     if (rc < 0) Py_RETURN_TRUE;
@@ -79,38 +80,9 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
         if (tn_buf_append(&c->ok, p, (size_t)n) < 0) return PyErr_NoMemory();
     }
     c->since = e->now = tn_mono_now();
-    int fd = socket(dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int err = 0;
-    if (fd < 0) {
-        err = errno;
-    } else {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (slen) {
-            setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-            if (src.ss_family == AF_INET6) {
-                /* an exit drawn from a routed prefix (issue 16): bound without being configured */
-                if (setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof one) < 0)
-                    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof one);
-            }
-            if (bind(fd, (struct sockaddr *)&src, slen) < 0) err = errno;
-        }
-        if (!err && connect(fd, (struct sockaddr *)&dst, dlen) < 0 && errno != EINPROGRESS) err = errno;
-    }
-    if (err) {
-        if (fd >= 0) close(fd);
-        tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
-        Py_RETURN_TRUE;
-    }
-    c->ufd = fd;
-    c->state = S_CONNECTING;
-    if (tn_add_fd(e, c, 1, EPOLLOUT) < 0) {
-        err = errno;
-        close(fd);
-        c->ufd = -1;
-        c->state = S_WAIT;
-        tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, id, err, 0));
-    }
+    c->key.len = 0; /* decided: nothing left to cache for this connection */
+    int err = tn_dial(e, c, &dst, dlen, &src, slen);
+    if (err) tn_connect_failed(e, c, err, 0);
     Py_RETURN_TRUE;
 }
 
@@ -144,7 +116,7 @@ PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg)) {
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
     for (conn_t *c = e->all.next; c != &e->all; c = c->next) {
-        if (c->up == c->seen_up && c->down == c->seen_down) continue;
+        if (c->fast || (c->up == c->seen_up && c->down == c->seen_down)) continue; /* fast: fast_counts */
         c->seen_up = c->up;
         c->seen_down = c->down;
         PyObject *t = Py_BuildValue("(KKK)", (unsigned long long)c->id, c->up, c->down);
@@ -188,8 +160,7 @@ PyObject *Engine_sweep(Engine *e, PyObject *args) {
                 close(c->ufd);
                 c->ufd = -1;
                 c->umask = 0;
-                c->state = S_WAIT;
-                tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, ETIMEDOUT, 1));
+                tn_connect_failed(e, c, ETIMEDOUT, 1);
             }
             break;
         case S_RELAY: {

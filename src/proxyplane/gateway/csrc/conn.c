@@ -164,6 +164,7 @@ conn_t *tn_conn_get(Engine *e, unsigned long long id) {
 
 /* Unlink; the slot and memory are released after the current epoll batch (stale events name it). */
 void tn_conn_release(Engine *e, conn_t *c) {
+    tn_fast_leave(e, c);
     c->state = S_DEAD;
     c->prev->next = c->next;
     c->next->prev = c->prev;
@@ -172,6 +173,7 @@ void tn_conn_release(Engine *e, conn_t *c) {
     tn_buf_free(&c->in);
     tn_buf_free(&c->out);
     tn_buf_free(&c->ok);
+    tn_buf_free(&c->key);
     if (e->ndead == e->dead_cap) {
         uint32_t cap = e->dead_cap ? e->dead_cap * 2 : 256;
         conn_t **d = realloc(e->dead, cap * sizeof *d);
@@ -199,7 +201,8 @@ void tn_conn_close(Engine *e, conn_t *c, int why) {
     if (c->cfd >= 0) close(c->cfd);
     if (c->ufd >= 0) close(c->ufd);
     c->cfd = c->ufd = -1;
-    tn_push(e, Py_BuildValue("(iKKKii)", EV_CLOSED, (unsigned long long)c->id, c->up, c->down, why, c->kind));
+    if (!c->fast) /* a fast tunnel ends silently: its counts are the entry's (fast.c) */
+        tn_push(e, Py_BuildValue("(iKKKii)", EV_CLOSED, (unsigned long long)c->id, c->up, c->down, why, c->kind));
     tn_conn_release(e, c);
 }
 

@@ -66,6 +66,14 @@ void tn_advance(Engine *e, conn_t *c) {
                 tn_handoff(e, c, K_HTTP);
                 return;
             }
+            tn_fast_key(e, c, 'C', 0, p, idx);
+            fentry_t *f = tn_fast_find(e, c);
+            if (f && f->kind == FK_OPEN && e->svcs[f->svc].credits > 0) { /* decided before: open it */
+                c->key.len = 0;
+                tn_buf_consume(&c->in, idx + 4);
+                tn_fast_open(e, c, f);
+                return;
+            }
             PyObject *head = PyBytes_FromStringAndSize((char *)p, (Py_ssize_t)idx);
             tn_push(e, Py_BuildValue("(iKiNNN)", EV_CONNECT, (unsigned long long)c->id, c->tag, head,
                                      tn_client_ip(c), tn_local_ip(c)));
@@ -92,6 +100,16 @@ void tn_advance(Engine *e, conn_t *c) {
                 continue;
             }
             if (noauth) {
+                tn_fast_key(e, c, 'N', 0, NULL, 0);
+                fentry_t *f = tn_fast_find(e, c);
+                if (f && f->kind == FK_AUTH) { /* the whitelist decision, made before */
+                    c->key.len = 0;
+                    if (tn_client_write(e, c, "\x05\x00", 2) < 0) return;
+                    c->auth = f;
+                    f->refs++;
+                    c->state = S_REQ;
+                    continue;
+                }
                 tn_push(e, Py_BuildValue("(iKiNN)", EV_SOCKS_NOAUTH, (unsigned long long)c->id, c->tag,
                                          tn_client_ip(c), tn_local_ip(c)));
                 c->state = S_WAIT;
@@ -111,6 +129,17 @@ void tn_advance(Engine *e, conn_t *c) {
             if (n < 3 || n < 3u + p[1]) return;
             size_t ulen = p[1], plen = p[2 + ulen];
             if (n < 3 + ulen + plen) return;
+            tn_fast_key(e, c, 'S', 0, p + 1, 2 + ulen + plen);
+            fentry_t *f = tn_fast_find(e, c);
+            if (f && f->kind == FK_AUTH) { /* these credentials were accepted before */
+                c->key.len = 0;
+                tn_buf_consume(&c->in, 3 + ulen + plen);
+                if (tn_client_write(e, c, "\x01\x00", 2) < 0) return;
+                c->auth = f;
+                f->refs++;
+                c->state = S_REQ;
+                continue;
+            }
             PyObject *login = PyBytes_FromStringAndSize((char *)p + 2, (Py_ssize_t)ulen);
             PyObject *password = PyBytes_FromStringAndSize((char *)p + 3 + ulen, (Py_ssize_t)plen);
             tn_push(e, Py_BuildValue("(iKiNNNN)", EV_SOCKS_AUTH, (unsigned long long)c->id, c->tag, login,
@@ -150,8 +179,25 @@ void tn_advance(Engine *e, conn_t *c) {
                 return;
             }
             int port = (p[end] << 8) | p[end + 1];
-            tn_push(e, Py_BuildValue("(iKiiNi)", EV_SOCKS_REQUEST, (unsigned long long)c->id, cmd, atyp,
-                                  host, port));
+            fentry_t *auth = c->auth;
+            c->key.len = 0;
+            if (auth && cmd == 1 && atyp != 3) { /* a CONNECT to an address: decided before? */
+                tn_fast_key(e, c, 'R', auth->id, p, end + 2);
+                fentry_t *f = tn_fast_find(e, c);
+                if (f && f->kind == FK_OPEN && e->svcs[f->svc].credits > 0) {
+                    Py_DECREF(host);
+                    c->key.len = 0;
+                    tn_buf_consume(&c->in, end + 2);
+                    tn_fast_open(e, c, f);
+                    return;
+                }
+            }
+            if (auth && !c->auth_py) /* accepted by the cache: Python learns whose request it is */
+                tn_push(e, Py_BuildValue("(iKIiiNi)", EV_FAST_SOCKS_REQUEST, (unsigned long long)c->id,
+                                         auth->id, cmd, atyp, host, port));
+            else
+                tn_push(e, Py_BuildValue("(iKiiNi)", EV_SOCKS_REQUEST, (unsigned long long)c->id, cmd, atyp,
+                                         host, port));
             tn_buf_consume(&c->in, end + 2);
             c->state = S_WAIT;
             return;

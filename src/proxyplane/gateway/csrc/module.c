@@ -21,7 +21,11 @@
  * local_ip: the address the client dialed on a `local` (wildcard, static) listener, else None.
  *   (SOCKS_REQUEST, id, cmd, atyp, host, port)  host: str for IP literals, bytes for a domain name
  *   (CONNECT_FAILED, id, errno, timed_out) the upstream connect failed; Python replies
- *   (CLOSED, id, up, down, why, kind)      the connection ended (once per id, unless detached)
+ *   (CLOSED, id, up, down, why, kind)      the connection ended (once per id, unless detached or fast)
+ *   (FAST_FAILED, id, entry_id, exit_ip, errno, timed_out)  a tunnel opened by a cached decision (fast.c)
+ *                                          could not connect: it is Python's now, which replies
+ *   (FAST_SOCKS_REQUEST, id, auth_id, cmd, atyp, host, port)  a request after credentials the engine
+ *                                          accepted by a cached decision, with no cached decision itself
  */
 #include "tunnels.h"
 
@@ -102,10 +106,13 @@ PyObject *Engine_close_all(Engine *e, PyObject *Py_UNUSED(arg)) {
 }
 
 PyObject *Engine_stats(Engine *e, PyObject *Py_UNUSED(arg)) {
-    long relays = 0;
-    for (conn_t *c = e->all.next; c != &e->all; c = c->next)
+    long relays = 0, fast = 0;
+    for (conn_t *c = e->all.next; c != &e->all; c = c->next) {
         if (c->state == S_RELAY) relays++;
-    return Py_BuildValue("{s:l,s:l}", "connections", e->nconns, "relays", relays);
+        if (c->fast) fast++;
+    }
+    return Py_BuildValue("{s:l,s:l,s:l,s:I}", "connections", e->nconns, "relays", relays, "fast", fast,
+                         "entries", e->fcount);
 }
 
 int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
@@ -154,6 +161,7 @@ void Engine_dealloc(Engine *e) {
         }
         tn_reap(e);
     }
+    tn_fast_free_all(e);
     if (e->epfd >= 0) close(e->epfd);
     free(e->slots);
     free(e->free_slots);
@@ -178,7 +186,17 @@ static PyMethodDef Engine_methods[] = {
     {"counts", (PyCFunction)Engine_counts, METH_NOARGS, "[(id, up, down)] changed since last call"},
     {"sweep", (PyCFunction)Engine_sweep, METH_VARARGS, "sweep(handshake, connect, idle timeouts)"},
     {"close_all", (PyCFunction)Engine_close_all, METH_NOARGS, "Close every connection; the events."},
-    {"stats", (PyCFunction)Engine_stats, METH_NOARGS, "{'connections': n, 'relays': n}"},
+    {"stats", (PyCFunction)Engine_stats, METH_NOARGS, "{'connections': n, 'relays': n, 'fast': n}"},
+    {"fast_enable", (PyCFunction)Engine_fast_enable, METH_VARARGS, "fast_enable(connect_reply)"},
+    {"fast_put", (PyCFunction)Engine_fast_put, METH_VARARGS,
+     "fast_put(id, kind, entry_id, svc, socks, dst_ip, dst_port, exits) -> bool"},
+    {"fast_forget", (PyCFunction)Engine_fast_forget, METH_VARARGS, "fast_forget(client_ip=None)"},
+    {"fast_lease", (PyCFunction)Engine_fast_lease, METH_VARARGS, "fast_lease(svc, n)"},
+    {"fast_take", (PyCFunction)Engine_fast_take, METH_VARARGS, "fast_take(svc, n) -> taken"},
+    {"fast_services", (PyCFunction)Engine_fast_services, METH_NOARGS,
+     "[(svc, unused, open, opened, closed)]"},
+    {"fast_counts", (PyCFunction)Engine_fast_counts, METH_NOARGS,
+     "([(entry_id, requests, connections, up, down)], [freed entry ids])"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -209,6 +227,10 @@ PyMODINIT_FUNC PyInit__tunnels(void) {
     PyModule_AddIntConstant(m, "SOCKS_REQUEST", EV_SOCKS_REQUEST);
     PyModule_AddIntConstant(m, "CONNECT_FAILED", EV_CONNECT_FAILED);
     PyModule_AddIntConstant(m, "CLOSED", EV_CLOSED);
+    PyModule_AddIntConstant(m, "FAST_FAILED", EV_FAST_FAILED);
+    PyModule_AddIntConstant(m, "FAST_SOCKS_REQUEST", EV_FAST_SOCKS_REQUEST);
+    PyModule_AddIntConstant(m, "FAST_OPEN", FK_OPEN);
+    PyModule_AddIntConstant(m, "FAST_AUTH", FK_AUTH);
     PyModule_AddIntConstant(m, "KIND_HTTP", K_HTTP);
     PyModule_AddIntConstant(m, "KIND_SOCKS", K_SOCKS);
     PyModule_AddIntConstant(m, "NEXT_CLOSE", NEXT_CLOSE);

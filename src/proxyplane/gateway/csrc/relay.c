@@ -114,6 +114,7 @@ int tn_pump(Engine *e, conn_t *c, int from_client) {
 /* The upstream connection is open: reply to the client, pass on what it sent early, relay. */
 void tn_start_relay(Engine *e, conn_t *c) {
     c->state = S_RELAY;
+    tn_fast_relay_started(c);
     c->active = e->now;
     if (c->socks_reply) {
         struct sockaddr_storage sa;
@@ -227,8 +228,7 @@ void tn_on_connected(Engine *e, conn_t *c, uint32_t ev) {
         close(c->ufd);
         c->ufd = -1;
         c->umask = 0;
-        c->state = S_WAIT;
-        tn_push(e, Py_BuildValue("(iKii)", EV_CONNECT_FAILED, (unsigned long long)c->id, err, 0));
+        tn_connect_failed(e, c, err, 0);
         tn_update(e, c);
         return;
     }

@@ -30,7 +30,8 @@
 enum { K_HTTP = 0, K_SOCKS = 1 };
 enum { S_HTTP, S_GREET, S_AUTH, S_REQ, S_WAIT, S_CONNECTING, S_RELAY, S_CLOSING, S_DEAD };
 enum { EV_HANDOFF, EV_CONNECT, EV_SOCKS_NOAUTH, EV_SOCKS_AUTH, EV_SOCKS_REQUEST, EV_CONNECT_FAILED,
-       EV_CLOSED };
+       EV_CLOSED, EV_FAST_FAILED, EV_FAST_SOCKS_REQUEST };
+enum { FK_OPEN = 1, FK_AUTH = 2 }; /* a cached decision: open a tunnel / SOCKS5 credentials accepted */
 enum { WHY_DONE, WHY_GONE, WHY_HANDSHAKE_TIMEOUT, WHY_IDLE, WHY_PROTOCOL, WHY_REFUSED, WHY_SHUTDOWN };
 enum { NEXT_CLOSE = 0, NEXT_AUTH = 1, NEXT_REQUEST = 2 };
 
@@ -44,6 +45,29 @@ typedef struct {
     char *p;
     size_t len, cap;
 } buf_t;
+
+/* A decision Python made and allowed the engine to repeat (fast.c): keyed by the exact handshake bytes
+ * and addresses it was made for; it counts what the tunnels it opened relayed until Python harvests. */
+typedef struct fentry {
+    struct fentry *hnext, *anext; /* hash chain (live entries); every entry, live or retired */
+    uint64_t hash;
+    unsigned char *key;
+    size_t klen;
+    uint32_t id, svc, auth_id;
+    uint8_t kind, socks, live;
+    uint32_t refs, nexits;
+    struct sockaddr_storage dst;
+    socklen_t dlen;
+    struct sockaddr_storage *exits; /* bind addresses (port 0), picked uniformly */
+    socklen_t *elens;
+    unsigned long long requests, connections, up, down; /* since the last harvest */
+} fentry_t;
+
+typedef struct {
+    long credits; /* descriptor-budget slots Python charged and lent to the engine, not in use */
+    long open;    /* fast tunnels holding one */
+    unsigned long long opened, closed; /* since the last fast_services() */
+} fsvc_t;
 
 typedef struct conn {
     uint64_t id;
@@ -59,6 +83,11 @@ typedef struct conn {
     buf_t in;  /* client -> upstream: handshake bytes, then bytes not yet written upstream */
     buf_t out; /* -> client: replies and upstream bytes not yet written to the client */
     buf_t ok;  /* the reply to send when the upstream connect succeeds (HTTP CONNECT) */
+    buf_t key; /* the decision key of the event Python is deciding (fast.c), until it answers */
+    fentry_t *fast; /* the cached decision this tunnel was opened by: no Python event until it ends */
+    fentry_t *auth; /* SOCKS5: the cached credentials decision (its request is looked up under it) */
+    uint8_t auth_py; /* auth was decided by Python for this connection (fast_put AUTH): events as usual */
+    uint16_t exit_idx;
     unsigned long long up, down, seen_up, seen_down, idle_total;
     double since, active;
     struct conn *prev, *next;
@@ -88,6 +117,15 @@ typedef struct {
     size_t scratch_size, max_head;
     PyObject *timeout_reply;
     double now;
+    /* the decision cache (fast.c) */
+    fentry_t **fb;
+    uint32_t fnb, fcount;
+    fentry_t *fall;
+    fsvc_t *svcs;
+    uint32_t nsvcs;
+    uint64_t rng;
+    buf_t connect_ok;
+    int fast_on;
 } Engine;
 
 /* conn.c */
@@ -143,6 +181,26 @@ PyObject *Engine_detach(Engine *e, PyObject *args);
 PyObject *Engine_close(Engine *e, PyObject *args);
 PyObject *Engine_counts(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_sweep(Engine *e, PyObject *args);
+
+/* fast.c */
+int tn_dial(Engine *e, conn_t *c, const struct sockaddr_storage *dst, socklen_t dlen,
+            const struct sockaddr_storage *src, socklen_t slen);
+void tn_fast_key(Engine *e, conn_t *c, char kind, uint32_t extra, const void *payload, size_t n);
+fentry_t *tn_fast_find(Engine *e, conn_t *c);
+int tn_fast_open(Engine *e, conn_t *c, fentry_t *f);
+void tn_connect_failed(Engine *e, conn_t *c, int err, int timed_out);
+void tn_fast_leave(Engine *e, conn_t *c);
+void tn_fast_relay_started(conn_t *c);
+void tn_fast_free_all(Engine *e);
+void tn_fast_free(fentry_t *f);
+int tn_fast_svc(Engine *e, uint32_t svc);
+PyObject *Engine_fast_enable(Engine *e, PyObject *args);
+PyObject *Engine_fast_put(Engine *e, PyObject *args);
+PyObject *Engine_fast_forget(Engine *e, PyObject *args);
+PyObject *Engine_fast_lease(Engine *e, PyObject *args);
+PyObject *Engine_fast_take(Engine *e, PyObject *args);
+PyObject *Engine_fast_services(Engine *e, PyObject *Py_UNUSED(arg));
+PyObject *Engine_fast_counts(Engine *e, PyObject *Py_UNUSED(arg));
 
 /* module.c */
 PyObject *Engine_close_all(Engine *e, PyObject *Py_UNUSED(arg));

@@ -1,0 +1,213 @@
+"""The tunnel engine's decision cache (``csrc/fast.c``): a decision this module lets the engine repeat.
+
+After Python decided a connection on its own path (tunnels.py / tunnel_socks.py) and the decision depends
+on nothing but the handshake bytes, the listener, the local and client addresses and the platform's tables,
+the engine keeps it under the exact key of that event. The next connection with the same key is opened by
+the engine alone (no Python event until it ends); what it relays is handed to the meter at every harvest.
+Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a connection limit or a
+quota, an exit chosen statelessly (static, pinned, or rotating without a session: ``Router.fixed_pool``),
+an IP-literal destination the destination policy permits on a port that is not the platform's own.
+
+Every decision stays Python's: entries are forgotten when the access table, the destination policy or the
+router's local prefixes change, when a listener closes, and when the auth throttle counts a failure from
+the client's address (IPv6: its /64). A refusal is never cached, so every refusal reason is Python's own.
+The engine opens a fast tunnel only with a descriptor-budget slot Python charged (``Capacity.acquire``)
+and lent it; slots are lent only while the node uses under half its budget and the service under half its
+share, and taken back when unused. The limiter's count of the (unlimited) service follows the engine's
+open fast tunnels at every sweep.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .access import Grant
+from .capacity import PER_CONNECTION
+from .routing import RoutingError
+from .upstream import literal_family
+
+if TYPE_CHECKING:
+    from .tunnels import Tunnel, TunnelEngine
+
+LEASE = 32  # budget slots lent to the engine per service at a time
+
+
+@dataclass(slots=True)
+class Record:
+    """What Python needs when the engine hands back a connection it opened by an entry (a failed
+    connect) or a request under credentials it accepted, and what the entry's counts are metered as."""
+
+    grant: Grant
+    static_ip: str | None
+    socks: bool
+    host: str = ""
+    port: int = 0
+
+
+class FastPath:
+    def __init__(self, tunnels: TunnelEngine) -> None:
+        self.tunnels = tunnels
+        self.ctx = tunnels.ctx
+        self.engine = tunnels.engine
+        self.records: dict[int, Record] = {}
+        self.svc_ids: dict[str, int] = {}
+        self.svc_names: list[str] = []
+        self.lent: dict[int, int] = {}  # svc -> slots charged to the capacity for the engine (used or not)
+        self.counted: dict[int, int] = {}  # svc -> open fast tunnels the limiter counts
+        self.ids = itertools.count(1)
+        self.on = True
+        ctx = self.ctx
+        ctx.access.on_change(self.forget)  # type: ignore[attr-defined]  # AccessTable (tunnels.py checks)
+        ctx.destinations.on_change(self.forget)
+        ctx.router.on_change(self.forget)
+        self.throttle = ctx.auth_throttle
+        self.throttle.on_failure(self.forget_client)
+        ctx.meter.add_source(self.harvest)
+
+    def _same_throttle(self) -> None:
+        """The context's auth throttle was replaced (tests do): forget everything, listen to the new one."""
+        if self.ctx.auth_throttle is not self.throttle:
+            self.forget()
+            self.throttle = self.ctx.auth_throttle
+            self.throttle.on_failure(self.forget_client)
+
+    # -- what may be cached --
+    def _eligible(self, grant: Grant) -> bool:
+        self._same_throttle()
+        entry = grant.service
+        return (self.on and entry.parent is None and entry.subuser is None and entry.max_connections == 0
+                and entry.quota is None and entry.active)
+
+    def _svc(self, service_id: str) -> int:
+        svc = self.svc_ids.get(service_id)
+        if svc is None:
+            svc = self.svc_ids[service_id] = len(self.svc_names)
+            self.svc_names.append(service_id)
+        return svc
+
+    def _lend(self, svc: int, service_id: str) -> bool:
+        """Top the engine's unused slots of the service up to LEASE, while the node is under half its
+        budget and the service under half its share; whether the engine holds any."""
+        cap = self.ctx.capacity
+        held = self.lent.get(svc, 0)
+        unused = held - self.counted.get(svc, 0)
+        want = LEASE - unused
+        n = 0
+        while n < want and (cap.base + cap.total + PER_CONNECTION) * 2 <= cap.budget \
+                and (cap.charged.get(service_id, 0) + PER_CONNECTION) * 2 <= cap.service_cap \
+                and cap.acquire(service_id):
+            n += 1
+        if n:
+            self.lent[svc] = held + n
+            self.engine.fast_lease(svc, n)
+        return held + n > 0
+
+    # -- filling (called right after Python's own decision, before it answers the connection) --
+    def fill_open(self, cid: int, rec: Tunnel) -> None:
+        """Cache the decision to open ``rec``'s tunnel (CONNECT head / SOCKS5 request of ``cid``)."""
+        grant, host, port = rec.grant, rec.host, rec.port
+        if not self._eligible(grant) or port in self.ctx.destinations.own_ports:
+            return
+        family = literal_family(host)
+        if family is None:
+            return
+        try:
+            exits = self.ctx.router.fixed_pool(grant, rec.static_ip, family)
+        except RoutingError:
+            return
+        if not exits or rec.exit_ip not in exits:
+            return
+        sid = grant.service.service_id
+        svc = self._svc(sid)
+        if not self._lend(svc, sid):
+            return
+        entry_id = next(self.ids)
+        if self.engine.fast_put(cid, self.tunnels.t.FAST_OPEN, entry_id, svc, rec.socks, host, port, exits):
+            self.records[entry_id] = Record(grant, rec.static_ip, rec.socks, host, port)
+
+    def fill_auth(self, cid: int, grant: Grant, static_ip: str | None) -> None:
+        """Cache SOCKS5 credentials (or a no-auth greeting's whitelist grant) just accepted for ``cid``."""
+        if not self._eligible(grant):
+            return
+        entry_id = next(self.ids)
+        svc = self._svc(grant.service.service_id)
+        if self.engine.fast_put(cid, self.tunnels.t.FAST_AUTH, entry_id, svc, True, "", 0, ()):
+            self.records[entry_id] = Record(grant, static_ip, True)
+
+    # -- forgetting --
+    def forget(self) -> None:
+        self.engine.fast_forget(None)
+
+    def forget_client(self, client_ip: str) -> None:
+        try:
+            self.engine.fast_forget(client_ip)
+        except ValueError:
+            self.engine.fast_forget(None)
+
+    def stop(self) -> None:
+        """No more fast tunnels (a drain or shutdown): forget every entry, return the unused slots."""
+        self.on = False
+        self.forget()
+        self.sweep()
+
+    # -- what the engine hands back --
+    def record(self, entry_id: int) -> Record | None:
+        return self.records.get(entry_id)
+
+    def take_back(self, cid: int, entry_id: int, exit_ip: str) -> bool:
+        """A tunnel the engine opened by an entry could not connect: it is Python's from here, as if
+        Python had opened it (the engine gave its budget slot back: the tunnel holds none)."""
+        from .tunnels import Tunnel
+
+        known = self.records.get(entry_id)
+        if known is None:
+            return False
+        rec = self.tunnels.conns[cid] = Tunnel(known.grant, known.static_ip, known.socks)
+        rec.host, rec.port, rec.exit_ip = known.host, known.port, exit_ip
+        rec.flow = self.ctx.meter.open_flow(known.grant.service.service_id, known.host, requests=1,
+                                            connections=1)
+        return True
+
+    def unused_slots(self) -> int:
+        """Budget slots charged for the engine's tunnels that none holds now."""
+        return max(sum(self.lent.values()) - int(self.engine.stats()["fast"]), 0)
+
+    def harvest(self) -> None:
+        """The fast tunnels' requests, connections and bytes into the meter (a meter source)."""
+        counts, freed = self.engine.fast_counts()
+        if counts:
+            record = self.ctx.meter.record
+            records = self.records
+            for entry_id, requests, connections, up, down in counts:
+                rec = records.get(entry_id)
+                if rec is not None:
+                    record(rec.grant.service.service_id, rec.host, requests=requests, connections=connections,
+                           bytes_up=up, bytes_down=down)
+        for entry_id in freed:
+            self.records.pop(entry_id, None)
+
+    def sweep(self) -> None:
+        """Every second: the limiter follows the open fast tunnels; unused slots go back to the budget
+        (all of them for a service that opened none since the last sweep, else those beyond LEASE)."""
+        self._same_throttle()
+        limiter, cap = self.ctx.limiter, self.ctx.capacity
+        for svc, unused, open_, opened, _closed in self.engine.fast_services():
+            sid = self.svc_names[svc]
+            counted = self.counted.get(svc, 0)
+            for _ in range(open_ - counted):
+                limiter.acquire(sid, 0)
+            for _ in range(counted - open_):
+                limiter.release(sid)
+            self.counted[svc] = open_
+            keep = 0 if (not opened or not self.on) else LEASE
+            back = self.engine.fast_take(svc, unused - keep) if unused > keep else 0
+            for _ in range(back):
+                cap.release(sid)
+            self.lent[svc] = self.lent.get(svc, 0) - back
+            if not self.lent[svc]:
+                del self.lent[svc]
+
+    def status(self) -> dict[str, Any]:
+        return {"records": len(self.records), "lent": sum(self.lent.values())}
