@@ -11,7 +11,8 @@ if sys.platform.startswith("linux"):
     csrc = "src/proxyplane/gateway/csrc/"
     ext_modules.append(Extension(
         "proxyplane.gateway._tunnels",
-        [csrc + name for name in ("module.c", "actions.c", "conn.c", "handshake.c", "relay.c", "fast.c", "fast_api.c")],
+        [csrc + name for name in ("module.c", "actions.c", "conn.c", "handshake.c", "relay.c", "fast.c",
+                                  "fast_api.c")],
         depends=[csrc + "tunnels.h"],
         extra_compile_args=["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers"]))

@@ -41,6 +41,7 @@ def services() -> list[ServiceEntry]:
         ServiceEntry("lim1", "rotating", "lim", "pw", exit_ips=EXITS, max_connections=1),
         ServiceEntry("quota1", "rotating", "quo", "pw", exit_ips=EXITS,
                      quota=QuotaEntry("quota1", limit_bytes=1 << 30, limit_requests=None)),
+        ServiceEntry("cli1", "rotating", "cli", "pw", exit_ips=EXITS, max_client_ips=1),
     ]
 
 
@@ -191,10 +192,13 @@ async def test_exits_of_cached_tunnels_are_the_pool_and_pins(origin) -> None:
     assert set(seen[24:]) == {"127.0.1.4"}
 
 
-async def test_limited_and_quota_services_are_never_cached(origin) -> None:
+async def test_limited_quota_and_client_limited_services_are_never_cached(origin) -> None:
     async def scenario(run: Run, port: int) -> list[bytes]:
         out = await repeat(run, [connect_msg(f"127.0.0.1:{port}", "lim")], run.http)
         out += await repeat(run, socks_msgs("127.0.0.1", port, "quo"), run.socks)
+        out += await repeat(run, [connect_msg(f"127.0.0.1:{port}", "cli")], run.http, 2)
+        out += await repeat(run, [connect_msg(f"127.0.0.1:{port}", "cli")], run.http, 1, "127.0.4.3")
+        assert out[-1].startswith(b"HTTP/1.1 429")  # a second client address: refused (client_ips.py)
         if run.gateway.ctx.settings.tunnel_cache:
             assert run.gateway.tunnels is not None and run.gateway.tunnels.stats()["entries"] == 0
         return [norm(o) for o in out]

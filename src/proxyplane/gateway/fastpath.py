@@ -4,9 +4,10 @@ After Python decided a connection on its own path (tunnels.py / tunnel_socks.py)
 on nothing but the handshake bytes, the listener, the local and client addresses and the platform's tables,
 the engine keeps it under the exact key of that event. The next connection with the same key is opened by
 the engine alone (no Python event until it ends); what it relays is handed to the meter at every harvest.
-Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a connection limit or a
-quota, an exit chosen statelessly (static, pinned, or rotating without a session: ``Router.fixed_pool``),
-an IP-literal destination the destination policy permits on a port that is not the platform's own.
+Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a connection limit, a
+quota, a client-address limit or an upstream pool, an exit chosen statelessly (static, pinned, or
+rotating without a session: ``Router.fixed_pool``), an IP-literal destination the destination policy
+permits on a port that is not the platform's own.
 
 Every decision stays Python's: entries are forgotten when the access table, the destination policy or the
 router's local prefixes change, when a listener closes, and when the auth throttle counts a failure from
@@ -78,7 +79,8 @@ class FastPath:
         self._same_throttle()
         entry = grant.service
         return (self.on and entry.parent is None and entry.subuser is None and entry.max_connections == 0
-                and entry.quota is None and entry.active)
+                and entry.quota is None and entry.active and entry.upstream_pool is None
+                and not entry.max_client_ips)
 
     def _svc(self, service_id: str) -> int:
         svc = self.svc_ids.get(service_id)

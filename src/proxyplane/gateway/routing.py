@@ -188,7 +188,10 @@ class Router:
             return (self.choose(grant, listen_ip, family),)
         if entry.session_mode == "sticky" or (options is not None and options.sid is not None):
             return None
-        pool = self._pool(entry, options.country if options is not None else None, family)
+        place = None
+        if options is not None and options.targets_place:
+            place = (options.region, options.city, options.asn)
+        pool = self._pool(entry, options.country if options is not None else None, family, place)
         return tuple(pool) if type(pool) is Pool else None
 
     def _pinned_subnet(self, entry: ServiceEntry, exits: SubnetExits, country: str | None,
