@@ -127,6 +127,9 @@ async def test_margin_is_sales_of_the_pools_services_minus_bytes_times_cost(
     bought = await client.post("/api/v1/customer/services", headers=bearer(key),
                                json={"product_id": product["product_id"]})
     assert bought.status_code == 201, bought.text
+    service_id = bought.json()["service"]["service_id"]
+    config = await client.get(f"/api/v1/customer/services/{service_id}/proxy/config", headers=bearer(key))
+    assert config.status_code == 200 and config.json()["countries"] == []  # the supplier's, not our stock
     hour = utcnow().replace(minute=0, second=0, microsecond=0)
     async with platform.db.unit_of_work() as uow:  # what gateway nodes flush (gateway/upstream_pools.py)
         await repo.add_usage(uow.session, [

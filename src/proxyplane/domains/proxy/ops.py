@@ -200,6 +200,8 @@ async def get_config(ctx: Context, data: ServiceRef) -> ConfigOut:
     cities: dict[str, list[str]] = {}
     if svc.product_kind == IPV6_KIND:  # its subnets' countries (-country-XX picks among them)
         countries = {i.country for i in await services.service_ips(ctx.session, svc.service_id)}
+    elif (svc.parameters or {}).get("upstream_pool"):  # a supplier's exits (issue 36.4): not our stock
+        countries = set()
     else:
         countries = set((await proxy.exit_pool(ctx.session, svc)).values())
         cities = await proxy.pool_cities(ctx.session, svc)

@@ -81,7 +81,10 @@ async def whitelist_limit(session: AsyncSession, svc: Service) -> int:
 
 
 async def exit_pool(session: AsyncSession, svc: Service) -> dict[str, str]:
-    """{exit IP: country} a rotating service leaves from (the unretired stock of its pool)."""
+    """{exit IP: country} a rotating service leaves from (the unretired stock of its pool); none of ours
+    for a service drawing from an upstream pool (issue 36.4: the supplier's exits)."""
+    if (svc.parameters or {}).get("upstream_pool"):
+        return {}
     pool = str((svc.parameters or {}).get("exit_pool", "proxy_datacenter"))
     col = StockIp.country_ripe if svc.geo_source == "ripe" else StockIp.country_maxmind
     rows = await session.execute(
