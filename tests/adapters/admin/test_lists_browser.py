@@ -1,9 +1,11 @@
 """The console's list pages in a real browser (issue 33), desktop and phone (390 px, no sideways scroll):
-an operator filters orders and services by customer and status and follows a row to the customer."""
+an operator filters orders and services by customer and status and follows a row to the customer;
+an admin edits a product's price on the catalog page and reads it in the audit trail."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -103,5 +105,49 @@ def test_filter_orders_and_follow_a_row(
     page.wait_for_selector(f"#service-rows a:has-text('{account.email}')")
     page.click(f"#service-rows a:has-text('{account.email}')")
     page.wait_for_url(f"{base_url}/admin/customers/{account.customer_id}")
+    no_sideways_scroll(page)
+    context.close()
+
+
+async def operator_and_product(platform: Platform) -> tuple[str, str, dict[str, Any]]:
+    from tests.domains.operators.helpers import run
+
+    email, once, _ = await make_operator(platform, "admin")
+    product = await run(
+        platform,
+        "operator_product_add",
+        name=f"Browser product {uuid.uuid4().hex[:8]}",
+        kind="proxy_isp",
+        price_cents=2500,
+        config={"ip_count": 1, "country": "US"},
+    )
+    return email, once, product
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_edit_a_product_price_on_the_catalog_page(
+    browser: Any,  # noqa: F811
+    base_url: str,  # noqa: F811
+    database_url: str,
+    tmp_path: Path,
+    width: int,
+) -> None:
+    email, once, product = on_platform(database_url, tmp_path, operator_and_product)
+    context = browser.new_context(viewport={"width": width, "height": 860})
+    page = context.new_page()
+    sign_in(page, base_url, email, once)
+    page.goto(f"{base_url}/admin/catalog")
+    no_sideways_scroll(page)
+    row = page.locator("#products li", has_text=str(product["name"]))
+    row.locator("input[name=price]").fill("31.40")
+    row.locator("input[name=active]").uncheck()  # off sale again once the test is done
+    row.locator("button:has-text('Save')").click()
+    page.wait_for_url(f"{base_url}/admin/catalog?done=product")
+    row = page.locator("#products li", has_text=str(product["name"]))
+    assert row.locator(".product-price").inner_text() == "$31.40" and "off sale" in row.inner_text()
+    no_sideways_scroll(page)
+    page.goto(f"{base_url}/admin/audit?actor={email}&action=operator_product_set")
+    entry = page.locator("#audit-entries li").first.inner_text()
+    assert f"product:{product['product_id']}" in entry and "2500" in entry and "3140" in entry
     no_sideways_scroll(page)
     context.close()

@@ -10,10 +10,11 @@ from proxyplane.adapters.admin.base import HERE
 
 
 def install_console(app: FastAPI) -> None:
-    from proxyplane.adapters.admin import lists, outbox, pages, signin
+    from proxyplane.adapters.admin import catalog, lists, outbox, pages, signin
 
     app.mount("/admin/assets", StaticFiles(directory=HERE / "static"), name="admin-assets")
     app.include_router(signin.router, include_in_schema=False)  # pages: not in the customer OpenAPI
     app.include_router(pages.router, include_in_schema=False)
     app.include_router(lists.router, include_in_schema=False)
     app.include_router(outbox.router, include_in_schema=False)  # the email outbox (issue 34)
+    app.include_router(catalog.router, include_in_schema=False)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import select
 
-from proxyplane.core.errors import NotFound
+from proxyplane.core.errors import NotFound, ValidationFailed
 from proxyplane.domains.geo import service as geo
 from proxyplane.domains.pricing import pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks, reset_overrides, set_overrides
@@ -189,6 +189,7 @@ async def product_set(ctx: Context, data: ProductChange) -> dict[str, Any]:
     p = await ctx.session.get(CatalogProduct, data.product_id)
     if p is None:
         raise NotFound(f"product {data.product_id} not found")
+    ctx.audit.update(target=f"product:{p.product_id}", before=product_json(p))  # the audit's before -> after
     if data.price_cents is not None:
         p.price_cents = data.price_cents
     if data.active is not None:
@@ -219,7 +220,13 @@ async def price_show(ctx: Context, data: PriceKind) -> dict[str, Any]:
 
 
 async def price_set(ctx: Context, data: PriceOverrides) -> dict[str, Any]:
-    return pricing_info(await set_overrides(ctx.session, data.kind, data.overrides))
+    ctx.audit["before"] = (await load_pricebooks(ctx.session))[data.kind].to_dict()
+    try:
+        book = await set_overrides(ctx.session, data.kind, data.overrides)
+    except (ValueError, TypeError, KeyError) as exc:  # an invalid price book: 422 saying why, nothing stored
+        raise ValidationFailed(f"overrides: {exc}", field="overrides") from None
+    ctx.audit["after"] = book.to_dict()
+    return pricing_info(book)
 
 
 class PoolKind(BaseModel):
@@ -227,6 +234,7 @@ class PoolKind(BaseModel):
 
 
 async def price_reset(ctx: Context, data: PoolKind) -> dict[str, Any]:
+    ctx.audit["before"] = (await load_pricebooks(ctx.session))[data.kind].to_dict()
     await reset_overrides(ctx.session, data.kind)
     return {"reset": data.kind}
 
@@ -239,11 +247,13 @@ RETIRE = operator_op("stock_retire", retire, Retire, permission=_W)
 SHOW = operator_op("stock_show", show, StockShow, Effect.READ, permission=_R, doors=OPERATOR_DOORS)
 SEED_DEMO = operator_op("stock_seed_demo", seed, NoInput, permission=_W)
 EXPIRE = operator_op("stock_expire", expire, NoInput, permission=_W)
-PRODUCT_LIST = operator_op("product_list", product_list, NoInput, Effect.READ, permission=_CR)
+# the catalog page of the console (adapters/admin/catalog.py) serves these too
+_ALL = OPERATOR_DOORS
+PRODUCT_LIST = operator_op("product_list", product_list, NoInput, Effect.READ, permission=_CR, doors=_ALL)
 PRODUCT_ADD = operator_op("product_add", product_add, NewProduct, permission=_CW)
-PRODUCT_SET = operator_op("product_set", product_set, ProductChange, permission=_CW)
-PRICE_SHOW = operator_op("price_show", price_show, PriceKind, Effect.READ, permission=_CR)
-PRICE_SET = operator_op("price_set", price_set, PriceOverrides, permission=_CW)
-PRICE_RESET = operator_op("price_reset", price_reset, PoolKind, permission=_CW)
+PRODUCT_SET = operator_op("product_set", product_set, ProductChange, permission=_CW, doors=_ALL)
+PRICE_SHOW = operator_op("price_show", price_show, PriceKind, Effect.READ, permission=_CR, doors=_ALL)
+PRICE_SET = operator_op("price_set", price_set, PriceOverrides, permission=_CW, doors=_ALL)
+PRICE_RESET = operator_op("price_reset", price_reset, PoolKind, permission=_CW, doors=_ALL)
 register(IMPORT_FILE, ADD_RANGE, RETIRE, SHOW, SEED_DEMO, EXPIRE)
 register(PRODUCT_LIST, PRODUCT_ADD, PRODUCT_SET, PRICE_SHOW, PRICE_SET, PRICE_RESET)
