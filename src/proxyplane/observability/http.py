@@ -26,7 +26,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from proxyplane.platform import Platform
-from proxyplane.storage.outage import RETRY_AFTER_SECONDS, is_outage
+from proxyplane.storage.outage import FULL_RETRY_AFTER_SECONDS, RETRY_AFTER_SECONDS, is_outage, is_store_full
 
 from . import health
 from .logs import PLAIN, REQUEST_ID
@@ -97,13 +97,20 @@ class RequestMiddleware:
         try:
             await self.app(scope, receive, send_with_id)
         except Exception as exc:
-            if started or not is_outage(exc):
+            if started:
                 raise
-            log.warning(
-                "store unreachable: %s %s answered 503 (%s)", scope.get("method"), route_of(scope), exc
-            )
-            status = 503
-            await _unavailable(send_with_id)
+            if is_store_full(exc):
+                log.error("store full: %s %s answered 507 (%s)", scope.get("method"), route_of(scope), exc)
+                status = 507
+                await _unavailable(send_with_id, full=True)
+            elif is_outage(exc):
+                log.warning(
+                    "store unreachable: %s %s answered 503 (%s)", scope.get("method"), route_of(scope), exc
+                )
+                status = 503
+                await _unavailable(send_with_id)
+            else:
+                raise
         finally:
             seconds = time.perf_counter() - start
             route, method = route_of(scope), scope.get("method", "")
@@ -113,20 +120,20 @@ class RequestMiddleware:
             REQUEST_ID.reset(token)
 
 
-async def _unavailable(send: Callable[[Message], Awaitable[None]]) -> None:
-    """503 + Retry-After in the API's error shape: the store is unreachable, nothing was done."""
-    body = json.dumps(
-        {
-            "error": "service_unavailable",
-            "message": "the platform's database is unreachable; nothing was changed, retry later",
-        }
-    ).encode()
+async def _unavailable(send: Callable[[Message], Awaitable[None]], full: bool = False) -> None:
+    """503 + Retry-After in the API's error shape: the store is unreachable, nothing was done; `full`: 507,
+    the store's disk is full (the write was rolled back whole; reads still answer)."""
+    if full:
+        error, message = "insufficient_storage", "the platform's database disk is full; nothing was changed"
+    else:
+        error, message = "service_unavailable", "the platform's database is unreachable; nothing was changed"
+    body = json.dumps({"error": error, "message": f"{message}, retry later"}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
+        (b"retry-after", str(FULL_RETRY_AFTER_SECONDS if full else RETRY_AFTER_SECONDS).encode()),
     ]
-    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.start", "status": 507 if full else 503, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -29,7 +29,7 @@ from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Customer, WebSession
-from proxyplane.storage.outage import RETRY_AFTER_SECONDS, is_outage
+from proxyplane.storage.outage import FULL_RETRY_AFTER_SECONDS, RETRY_AFTER_SECONDS, is_outage, is_store_full
 
 log = logging.getLogger("proxyplane.web")
 HERE = Path(__file__).parent
@@ -283,6 +283,16 @@ class WebRoute(APIRoute):
             except DomainError as exc:
                 return error_page(request, exc.http_status, "Request refused", exc.message)
             except Exception as exc:
+                if is_store_full(exc):  # the store's disk is full: the write was rolled back (issue 35)
+                    log.error("dashboard: store full on %s: %s", request.url.path, exc)
+                    page = error_page(
+                        request,
+                        507,
+                        "Temporarily unavailable",
+                        "Nothing was changed. Please try again later.",
+                    )
+                    page.headers["Retry-After"] = str(FULL_RETRY_AFTER_SECONDS)
+                    return page
                 if is_outage(exc):  # the store is unreachable: nothing was done (issue 35)
                     page = error_page(
                         request, 503, "Temporarily unavailable", "Please try again in a few seconds."
