@@ -17,6 +17,7 @@ from proxyplane.core.proxy_chain import parse_template
 from proxyplane.gateway.access import AccessTable, ServiceEntry
 from proxyplane.gateway.context import Settings
 from proxyplane.gateway.server import Gateway, GatewayConfig
+from proxyplane.gateway.subusers import SubuserEntry
 from proxyplane.gateway.upstream_pools import UpstreamEntry
 from tests.domains.upstreams.suppliers import free_tcp_port, pproxy
 from tests.gateway.clients import basic, connect_tunnel, http_get, read_response, request, socks_connect
@@ -185,3 +186,22 @@ async def test_chains_through_pproxy_over_http_connect_and_socks5(reseller: Gate
             writer.write(request(f"/s-{scheme}", extra="Connection: close\r\n"))
             assert (await read_response(reader))[2].startswith(f"127.0.0.1 /s-{scheme}".encode())
             writer.close()
+
+
+async def test_a_sub_user_limited_to_countries_is_held_to_them_through_the_supplier(
+    supplier: Gateway, reseller: Gateway, origin
+) -> None:
+    sub = SubuserEntry(pk=7, subuser_id="sub7", login="team_de", password="sub-pw",
+                       countries=frozenset({"de"}))
+    reseller.ctx.access.upsert(ServiceEntry("resold", "rotating", "cust", "pw", exit_ips={},
+                                            max_connections=100, upstream_pool="resi", subusers=(sub,)))
+    reseller.ctx.upstreams.replace([upstream(supplier.gateway_port("http"), 1)])
+    status, reader, writer = await connect_tunnel(port_of(reseller, "http"), f"127.0.0.1:{origin.port}",
+                                                  basic("team_de", "sub-pw"))
+    assert status == 200
+    writer.write(request("/sub", extra="Connection: close\r\n"))
+    assert (await read_response(reader))[2].startswith(b"127.0.3.1 /sub")  # the German exit, unasked
+    writer.close()
+    status, _, _ = await connect_tunnel(port_of(reseller, "http"), f"127.0.0.1:{origin.port}",
+                                        basic("team_de-country-us", "sub-pw"))
+    assert status == 407  # refused at authentication, as for local exits

@@ -21,6 +21,7 @@ harvest of the meter and written to ``upstream_usage`` per UTC hour by ``Upstrea
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -120,8 +121,15 @@ class UpstreamDirectory:
                     raise RoutingError(STRICT_GONE, STICKY_GONE)
                 if first is not None:
                     ordered = [first] if strict else [first, *(e for e in ordered if e is not first)]
+        country = options.country if options is not None else None
+        allowed = entry.subuser.countries if entry.subuser is not None else None
+        if allowed is not None:  # a sub-user limited to some countries: the supplier is asked for one of them
+            if country is None:
+                country = sorted(allowed)[0] if len(allowed) == 1 else random.choice(sorted(allowed))
+            elif country not in allowed:
+                raise RoutingError(f"no exit IP in country {country}", "geo")
         values: dict[str, str | None] = {
-            "country": options.country if options is not None else None,
+            "country": country,
             "region": getattr(options, "region", None),
             "city": getattr(options, "city", None),
             "asn": None if getattr(options, "asn", None) is None else str(getattr(options, "asn", "")),
