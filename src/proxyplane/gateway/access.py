@@ -49,6 +49,7 @@ class ServiceEntry:
     upstream_pool: str | None = None  # drawn from this upstream pool, not local exits (upstream_pools.py)
     max_client_ips: int = 0  # distinct client addresses within the window; 0 = unlimited (client_ips.py)
     client_ip_policy: str = "refuse_new"  # or "newest_wins"
+    speed_bps: int = 0  # bytes/s cap of the service's tunnels; 0 = unlimited (speed.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from .destinations import DEFAULT_DENY, DestinationPolicy
 from .limits import ConnectionLimiter
 from .metering import Meter
 from .routing import Router
+from .speed import SpeedLimits
 from .subnets import error_exit
 from .subusers import cut_refused
 from .upstream import UpstreamPool
@@ -62,6 +63,8 @@ class Context:
     auth_throttle: ProxyAuthThrottle = field(default_factory=ProxyAuthThrottle)
     # upstream pools a rotating product may draw from instead of local exits (issue 36.4)
     upstreams: UpstreamDirectory = field(default_factory=UpstreamDirectory)
+    # speed-limited services' token buckets in this process (issue 32.6)
+    speed: SpeedLimits = field(default_factory=SpeedLimits)
 
     def __post_init__(self) -> None:
         # sub-users' traffic between flushes: the access table reads what the meter counted (subusers.py)

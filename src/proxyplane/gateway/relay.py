@@ -15,6 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING, cast
 
 from .metering import Flow
+from .speed import owner_rate, throttle
 
 if TYPE_CHECKING:
     from .context import Context
@@ -24,7 +25,7 @@ class RelayEnd(asyncio.Protocol):
     """One side of a relay. It may be created before the relay starts (an upstream connection being
     opened); bytes and EOF arriving before then are held and passed on at ``Relay.start``."""
 
-    __slots__ = ("transport", "peer", "relay", "pending", "eof", "lost", "is_client")
+    __slots__ = ("transport", "peer", "relay", "pending", "eof", "lost", "is_client", "held", "backpressured")
 
     def __init__(self, is_client: bool = False) -> None:
         self.transport: asyncio.Transport | None = None
@@ -34,6 +35,8 @@ class RelayEnd(asyncio.Protocol):
         self.eof = False
         self.lost = False
         self.is_client = is_client
+        self.held = False  # reading paused by the service's speed limit (speed.py)
+        self.backpressured = False  # reading paused because the other side's write buffer is full
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -53,6 +56,11 @@ class RelayEnd(asyncio.Protocol):
             flow.up += len(data)
         else:
             flow.down += len(data)
+        bucket = self.relay.bucket  # type: ignore[union-attr]
+        if bucket is not None:  # a speed-limited service (issue 32.6)
+            delay = bucket.take(len(data))
+            if delay > 0 and self.transport is not None:
+                throttle(self.transport, delay, self)
 
     def eof_received(self) -> bool | None:
         self.eof = True
@@ -70,17 +78,23 @@ class RelayEnd(asyncio.Protocol):
     def pause_writing(self) -> None:
         if self.peer is not None:
             self.peer.pause_reading()
+            relay = self.relay
+            if relay is not None:
+                (relay.client_end if self is relay.upstream_end else relay.upstream_end).backpressured = True
 
     def resume_writing(self) -> None:
         relay = self.relay
         if self.peer is not None and relay is not None:
             other = relay.client_end if self is relay.upstream_end else relay.upstream_end
-            if not other.eof:
+            other.backpressured = False
+            if not other.eof and not other.held:
                 self.peer.resume_reading()
 
 
 class Relay:
-    __slots__ = ("ctx", "flow", "client_end", "upstream_end", "slot", "closed", "_last_total", "_deadline")
+    __slots__ = (
+        "ctx", "flow", "client_end", "upstream_end", "slot", "closed", "_last_total", "_deadline", "bucket"
+    )
 
     def __init__(self, ctx: Context, client: asyncio.Transport, upstream: RelayEnd, flow: Flow,
                  slot: str | None) -> None:
@@ -93,6 +107,8 @@ class Relay:
         self.closed = False
         self._last_total = 0
         self._deadline = 0
+        sid, rate = owner_rate(ctx.access.get(flow.service_id))
+        self.bucket = ctx.speed.bucket(sid, rate) if rate else None  # speed.py (issue 32.6)
         client.set_protocol(end)
         end.transport = client
 
@@ -115,7 +131,8 @@ class Relay:
         if upstream.eof:
             self.side_eof(upstream)
         if not self.closed:
-            ct.resume_reading()
+            if not client.held:
+                ct.resume_reading()
             flow = self.flow
             flow.cut = self.close
             self._last_total = flow.up + flow.down

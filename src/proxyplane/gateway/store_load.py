@@ -35,6 +35,7 @@ from .access import ServiceEntry
 from .client_ips import limit_of as client_ip_limit
 from .protocol.username import geo_key
 from .quotas_load import QUOTA_COLUMNS, quota_entry
+from .speed import limit_of as speed_limit
 from .subnets import SubnetExits, load_subnets
 from .subusers_load import load_subusers
 
@@ -363,6 +364,8 @@ async def load_entries(
                 entry.quota = quota_entry(str(sid), quota, now)
             if "client_ip_limit" in params:  # anti-sharing (issue 32.5; gateway/client_ips.py)
                 entry.max_client_ips, entry.client_ip_policy = client_ip_limit(params)
+            if "speed_limit_bps" in params:  # a speed limit (issue 32.6; gateway/speed.py)
+                entry.speed_bps = speed_limit(params)
             out[_uuid(sid)] = (entry, end)
     lap("services")
     if ipv6:  # one more select only when IPv6 services are loaded (gateway/subnets.py)

@@ -89,6 +89,12 @@ def on_request(engine: TunnelEngine, cid: int, command: int, atyp: int, host: st
 
         hand_over(engine, cid, rec, socks_reply(socks5.REP_SUCCEEDED))
         return
+    service = grant.service
+    if service.speed_bps or (service.parent is not None and service.parent.speed_bps):
+        from .speed_handoff import hand_over as relay_in_python  # its bucket (issue 32.6)
+
+        relay_in_python(engine, cid, rec, socks_reply(socks5.REP_SUCCEEDED))
+        return
     engine.open(cid, rec, None)
 
 

@@ -354,6 +354,11 @@ class TunnelEngine:
             self.reply_close(cid, build_reply(exc.status, str(exc)))
             return
         rec.exit_ip = exit_ip
+        if service.speed_bps or (service.parent is not None and service.parent.speed_bps):
+            from .speed_handoff import hand_over as relay_in_python  # its bucket (issue 32.6)
+
+            relay_in_python(self, cid, rec, CONNECT_ESTABLISHED)
+            return
         self.open(cid, rec, CONNECT_ESTABLISHED)
 
     # -- upstream --

@@ -47,3 +47,26 @@ async def test_set_and_read_the_client_ip_limit(
     assert (await client.put(url, json={"max_client_ips": 3}, headers=other)).status_code == 404
     r = await client.put(url, json={"max_client_ips": None}, headers=h)
     assert r.status_code == 200 and r.json()["max_client_ips"] is None
+
+
+async def test_set_and_read_the_speed_limit(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    """Issue 32.6: a speed limit of 0 (or below 1 kB/s, or above the cap) is 422 naming the field; a set
+    one reaches the gateway's load of the service; null removes it."""
+    from proxyplane.domains.connections import speed
+
+    svc = await make_service(platform, account, parameters={"exit_pool": "proxy_datacenter"})
+    h = bearer(await account.key())
+    url = f"{API}/{svc.service_id}/proxy/speed-limit"
+    assert (await client.get(url, headers=h)).json()["bytes_per_second"] is None
+    for bad in (0, -1, speed.MIN_BPS - 1, speed.MAX_BPS + 1):
+        r = await client.put(url, json={"bytes_per_second": bad}, headers=h)
+        assert r.status_code == 422 and "bytes_per_second" in r.text, r.text
+    r = await client.put(url, json={"bytes_per_second": 1_000_000}, headers=h)
+    assert r.status_code == 200 and r.json()["bytes_per_second"] == 1_000_000, r.text
+    async with platform.db.unit_of_work(write=False) as uow:
+        loaded = await load_entries(uow.session, platform.secrets, [svc.service_id])
+    assert loaded[svc.service_id][0].speed_bps == 1_000_000
+    r = await client.put(url, json={"bytes_per_second": None}, headers=h)
+    assert r.status_code == 200 and r.json()["bytes_per_second"] is None

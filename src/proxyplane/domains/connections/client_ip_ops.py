@@ -1,4 +1,5 @@
-"""Operations (issue 32.5): read and set a service's limit of distinct client addresses."""
+"""Operations (issue 32.5, 32.6): read and set a service's limit of distinct client addresses and its
+speed limit."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.scopes import Scope
-from proxyplane.domains.connections import client_ips
+from proxyplane.domains.connections import client_ips, speed
 from proxyplane.domains.services import service as services
 from proxyplane.ops import Context, Effect, Operation, register
 
@@ -65,7 +66,60 @@ async def set_client_ip_limit(ctx: Context, data: ClientIpLimitIn) -> ClientIpLi
     return limit_out(sid, lim)
 
 
+class SpeedLimitIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    service_id: uuid.UUID
+    bytes_per_second: int | None = Field(
+        default=None,
+        ge=speed.MIN_BPS,
+        le=speed.MAX_BPS,
+        description="the service's cap, all its tunnels together (both directions); null removes it",
+    )
+
+
+class SpeedLimitOut(BaseModel):
+    service_id: uuid.UUID
+    bytes_per_second: int | None = Field(description="null: no limit")
+
+
+async def get_speed_limit(ctx: Context, data: ServiceRef) -> SpeedLimitOut:
+    svc = await services.get_owned(ctx.session, ctx.customer_id, data.service_id)
+    return SpeedLimitOut(service_id=svc.service_id, bytes_per_second=speed.of(svc.parameters))
+
+
+async def set_speed_limit(ctx: Context, data: SpeedLimitIn) -> SpeedLimitOut:
+    svc = await services.get_owned(ctx.session, ctx.customer_id, data.service_id)
+    rate = await speed.set_limit(ctx.session, svc, data.bytes_per_second)
+    sid = svc.service_id
+    ctx.uow.after_commit(lambda: ctx.platform.emit(services.ENTITLEMENTS_CHANGED, sid))
+    return SpeedLimitOut(service_id=sid, bytes_per_second=rate)
+
+
 register(
+    Operation(
+        name="get_speed_limit",
+        summary="The service's speed limit in bytes per second (null: none).",
+        method="GET",
+        path="/customer/services/{service_id}/proxy/speed-limit",
+        handler=get_speed_limit,
+        input=ServiceRef,
+        output=SpeedLimitOut,
+        scopes=frozenset({Scope.services_read}),
+        tags=("proxy",),
+    ),
+    Operation(
+        name="set_speed_limit",
+        summary="Cap a service's throughput in bytes per second, all its tunnels together; null removes "
+        "the cap. Free.",
+        method="PUT",
+        path="/customer/services/{service_id}/proxy/speed-limit",
+        handler=set_speed_limit,
+        input=SpeedLimitIn,
+        output=SpeedLimitOut,
+        scopes=frozenset({Scope.services_write}),
+        effect=Effect.WRITE,
+        tags=("proxy",),
+    ),
     Operation(
         name="get_client_ip_limit",
         summary="The service's limit of distinct client addresses (anti-sharing) and its policy.",

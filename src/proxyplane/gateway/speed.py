@@ -1,0 +1,84 @@
+"""Speed limits (issue 32.6): a service's bytes/s cap, one token bucket per service (the flow group: all
+its tunnels on this process, both directions together, its sub-users' too).
+
+A service with ``speed_bps`` (``ServiceEntry``, from ``parameters["speed_limit_bps"]``) is relayed by the
+Python relay (relay.py), also when the C engine accepted it: the engine's tunnel is detached after its
+decisions (slot, flow, exit IP) and relayed in Python (speed_handoff.py), so the engine's own relay
+loop, which unlimited services use, has no check at all. In the relay, every chunk read takes its size
+from the bucket; a bucket in debt pauses that side's reading for debt / rate seconds. The bucket holds
+at most BURST_SECONDS of the rate, so a transfer averages the rate within that burst over its duration.
+
+The cap holds per process: a service served by N nodes (or workers) at once may move up to N x the
+rate (stated in docs/decisions/metered-traffic.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .access import ServiceEntry
+
+BURST_SECONDS = 0.05  # the bucket's depth in seconds of the rate
+MIN_BURST = 16 * 1024
+
+
+def limit_of(params: Mapping[str, object]) -> int:
+    """The bytes/s cap of a service's parameters (domains/connections/speed.py writes it); 0: none."""
+    value = params.get("speed_limit_bps")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def owner_rate(entry: ServiceEntry | None) -> tuple[str, int]:
+    """(service id, bytes/s) whose bucket a tunnel of ``entry`` (a sub-user: its service) takes from."""
+    if entry is None:
+        return "", 0
+    owner = entry.parent or entry
+    return owner.service_id, owner.speed_bps
+
+
+class Bucket:
+    __slots__ = ("rate", "depth", "tokens", "stamp", "clock")
+
+    def __init__(self, rate: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.clock = rate, clock
+        self.depth = max(MIN_BURST, rate * BURST_SECONDS)
+        self.tokens = self.depth
+        self.stamp = clock()
+
+    def take(self, n: int) -> float:
+        """Take ``n`` bytes; the seconds the taker should wait before reading again (0: none)."""
+        now = self.clock()
+        self.tokens = min(self.depth, self.tokens + (now - self.stamp) * self.rate) - n
+        self.stamp = now
+        return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
+
+
+class SpeedLimits:
+    """The buckets of this process, by service id (a rate change gives the service a new bucket)."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, Bucket] = {}
+
+    def bucket(self, service_id: str, rate: int) -> Bucket:
+        found = self._buckets.get(service_id)
+        if found is None or found.rate != rate:
+            found = self._buckets[service_id] = Bucket(rate)
+        return found
+
+
+def throttle(transport: asyncio.Transport, delay: float, end: Any) -> None:
+    """Pause reading ``transport`` for ``delay`` seconds (``end.held`` meanwhile: backpressure's
+    resume leaves it paused)."""
+    end.held = True
+    transport.pause_reading()
+
+    def resume() -> None:
+        end.held = False
+        if not transport.is_closing() and not getattr(end, "backpressured", False):
+            transport.resume_reading()
+
+    asyncio.get_running_loop().call_later(delay, resume)
