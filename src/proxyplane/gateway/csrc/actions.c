@@ -12,7 +12,7 @@ PyObject *Engine_send(Engine *e, PyObject *args) {
         PyBuffer_Release(&data);
         Py_RETURN_FALSE;
     }
-    c->key.len = 0; /* decided */
+    tn_buf_free(&c->key); /* decided */
     int rc = tn_client_write(e, c, data.buf, (size_t)data.len);
     PyBuffer_Release(&data);
     if (rc < 0) Py_RETURN_TRUE;
@@ -80,7 +80,7 @@ PyObject *Engine_connect(Engine *e, PyObject *args) {
         if (tn_buf_append(&c->ok, p, (size_t)n) < 0) return PyErr_NoMemory();
     }
     c->since = e->now = tn_mono_now();
-    c->key.len = 0; /* decided: nothing left to cache for this connection */
+    tn_buf_free(&c->key); /* decided: nothing left to cache for this connection */
     int err = tn_dial(e, c, &dst, dlen, &src, slen);
     if (err) tn_connect_failed(e, c, err, 0);
     Py_RETURN_TRUE;

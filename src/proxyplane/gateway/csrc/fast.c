@@ -39,7 +39,7 @@ static uint64_t f_rand(Engine *e) { /* xorshift64*: an exit per tunnel, uniforml
 /* The key of the event about to be sent to Python: kind, tag, extra (a SOCKS5 request: the id of its
  * credentials' entry), local and client address, the client's bytes. Empty when the cache is off. */
 void tn_fast_key(Engine *e, conn_t *c, char kind, uint32_t extra, const void *payload, size_t n) {
-    c->key.len = 0;
+    tn_buf_free(&c->key);
     if (!e->fast_on) return;
     unsigned char h[KEY_HEAD];
     uint32_t tag = (uint32_t)c->tag;
@@ -50,7 +50,9 @@ void tn_fast_key(Engine *e, conn_t *c, char kind, uint32_t extra, const void *pa
     memcpy(h + 10, c->laddr, 16);
     h[26] = (unsigned char)(c->cfamily == AF_INET6 ? 6 : 4);
     memcpy(h + 27, c->caddr, 16);
-    if (tn_buf_reserve(&c->key, KEY_HEAD + n) < 0) return;
+    c->key.p = malloc(KEY_HEAD + n); /* exactly: held only while Python decides */
+    if (!c->key.p) return;
+    c->key.cap = KEY_HEAD + n;
     memcpy(c->key.p, h, KEY_HEAD);
     if (n) memcpy(c->key.p + KEY_HEAD, payload, n);
     c->key.len = KEY_HEAD + n;
@@ -299,17 +301,14 @@ PyObject *Engine_fast_put(Engine *e, PyObject *args) {
             return PyErr_NoMemory();
         }
     }
-    f->key = malloc(c->key.len);
-    if (!f->key) {
-        tn_fast_free(f);
-        return PyErr_NoMemory();
-    }
-    memcpy(f->key, c->key.p, c->key.len);
+    fentry_t *old = tn_fast_find(e, c);
+    f->key = (unsigned char *)c->key.p; /* the entry takes the connection's key */
+    c->key.p = NULL;
+    c->key.cap = 0;
     f->klen = c->key.len;
     f->hash = f_hash(f->key, f->klen);
-    if (e->fcount >= F_MAX) f_forget_all(e);
-    fentry_t *old = tn_fast_find(e, c);
     if (old) f_unlink(e, old);
+    if (e->fcount >= F_MAX) f_forget_all(e);
     fentry_t **b = &e->fb[f->hash & (F_BUCKETS - 1)];
     f->hnext = *b;
     *b = f;

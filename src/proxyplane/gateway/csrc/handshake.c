@@ -69,7 +69,7 @@ void tn_advance(Engine *e, conn_t *c) {
             tn_fast_key(e, c, 'C', 0, p, idx);
             fentry_t *f = tn_fast_find(e, c);
             if (f && f->kind == FK_OPEN && e->svcs[f->svc].credits > 0) { /* decided before: open it */
-                c->key.len = 0;
+                tn_buf_free(&c->key);
                 tn_buf_consume(&c->in, idx + 4);
                 tn_fast_open(e, c, f);
                 return;
@@ -103,7 +103,7 @@ void tn_advance(Engine *e, conn_t *c) {
                 tn_fast_key(e, c, 'N', 0, NULL, 0);
                 fentry_t *f = tn_fast_find(e, c);
                 if (f && f->kind == FK_AUTH) { /* the whitelist decision, made before */
-                    c->key.len = 0;
+                    tn_buf_free(&c->key);
                     if (tn_client_write(e, c, "\x05\x00", 2) < 0) return;
                     c->auth = f;
                     f->refs++;
@@ -132,7 +132,7 @@ void tn_advance(Engine *e, conn_t *c) {
             tn_fast_key(e, c, 'S', 0, p + 1, 2 + ulen + plen);
             fentry_t *f = tn_fast_find(e, c);
             if (f && f->kind == FK_AUTH) { /* these credentials were accepted before */
-                c->key.len = 0;
+                tn_buf_free(&c->key);
                 tn_buf_consume(&c->in, 3 + ulen + plen);
                 if (tn_client_write(e, c, "\x01\x00", 2) < 0) return;
                 c->auth = f;
@@ -180,13 +180,13 @@ void tn_advance(Engine *e, conn_t *c) {
             }
             int port = (p[end] << 8) | p[end + 1];
             fentry_t *auth = c->auth;
-            c->key.len = 0;
+            tn_buf_free(&c->key);
             if (auth && cmd == 1 && atyp != 3) { /* a CONNECT to an address: decided before? */
                 tn_fast_key(e, c, 'R', auth->id, p, end + 2);
                 fentry_t *f = tn_fast_find(e, c);
                 if (f && f->kind == FK_OPEN && e->svcs[f->svc].credits > 0) {
                     Py_DECREF(host);
-                    c->key.len = 0;
+                    tn_buf_free(&c->key);
                     tn_buf_consume(&c->in, end + 2);
                     tn_fast_open(e, c, f);
                     return;

@@ -145,6 +145,9 @@ void tn_start_relay(Engine *e, conn_t *c) {
         shutdown(c->ufd, SHUT_WR);
         c->u_shut = 1;
     }
+    /* the handshake's buffers are not kept for an idle tunnel: relay queues allocate on demand */
+    if (c->in.len == 0) tn_buf_free(&c->in);
+    if (c->out.len == 0) tn_buf_free(&c->out);
     tn_update(e, c);
 }
 
