@@ -166,20 +166,27 @@ async def resend_verification(ctx: Context, data: ByEmail) -> LinkOutcome:
     return LinkOutcome(outcome="sent")
 
 
+async def send_reset(session: AsyncSession, platform: Platform, customer: Customer) -> bool:
+    """A password-reset link to the account's address (False: too many this hour, none sent)."""
+    if await _recent_links(session, customer.id, RESET) >= MAX_LINKS_PER_HOUR:
+        return False
+    await _send_link(
+        session,
+        platform,
+        customer.id,
+        RESET,
+        customer.email,
+        "Reset your ProxyPlane password",
+        ["Someone (hopefully you) asked to reset the password of your ProxyPlane account."],
+    )
+    return True
+
+
 async def forgot_password(ctx: Context, data: ByEmail) -> LinkOutcome:
     """Always "sent": a reset link goes only to an active account's address, at most 3 an hour."""
     customer = await find_by_email(ctx.session, data.email)
     if customer is not None and customer.status == "active":
-        if await _recent_links(ctx.session, customer.id, RESET) < MAX_LINKS_PER_HOUR:
-            await _send_link(
-                ctx.session,
-                ctx.platform,
-                customer.id,
-                RESET,
-                customer.email,
-                "Reset your ProxyPlane password",
-                ["Someone (hopefully you) asked to reset the password of your ProxyPlane account."],
-            )
+        await send_reset(ctx.session, ctx.platform, customer)
     return LinkOutcome(outcome="sent")
 
 

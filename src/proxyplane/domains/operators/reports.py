@@ -110,6 +110,7 @@ def customer_row(c: Customer) -> dict[str, Any]:
         "name": c.name,
         "status": c.status,
         "kyc_verified": c.kyc_verified_at is not None,
+        "email_verified": c.email_verified_at is not None,
         "partner_discount_percent": c.partner_discount_percent,
         "created_at": c.created_at.isoformat(),
     }
