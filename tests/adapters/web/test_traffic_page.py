@@ -103,3 +103,17 @@ async def test_client_ip_limit_form(client: httpx.AsyncClient, platform: Platfor
     assert (api["max_client_ips"], api["policy"]) == (2, "newest_wins")
     done = await follow(client, await post_form(client, url, f"{url}/client-ips", {"max_client_ips": ""}))
     assert "No limit on client addresses." in done.text
+
+
+async def test_speed_limit_form(client: httpx.AsyncClient, platform: Platform) -> None:
+    url, key = await buy_rotating(client, platform)
+    assert "No speed limit." in (await client.get(url)).text
+    r = await post_form(client, url, f"{url}/speed-limit", {"kbps": "0"})
+    assert r.status_code == 422 and "bytes_per_second" in r.text
+    done = await follow(client, await post_form(client, url, f"{url}/speed-limit", {"kbps": "1000"}))
+    assert "Speed limit: 1000 kB/s." in done.text and "Speed limit: 1 MB/s, all connections" in done.text
+    sid = url.rsplit("/", 1)[1]
+    api = await client.get(f"/api/v1/customer/services/{sid}/proxy/speed-limit", headers=bearer(key))
+    assert api.json()["bytes_per_second"] == 1_000_000
+    done = await follow(client, await post_form(client, url, f"{url}/speed-limit", {"kbps": ""}))
+    assert "No speed limit." in done.text

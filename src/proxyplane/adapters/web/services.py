@@ -86,6 +86,7 @@ async def service_page(
         **rotating,
         whitelist=await optional(request, "get_proxy_whitelist", ref),
         client_ip_limit=None if pending else await optional(request, "get_client_ip_limit", ref),
+        speed_limit=None if pending else await optional(request, "get_speed_limit", ref),
         usage=await optional(request, "get_service_usage", span),
         chart=usage_chart(series.points if series else [], start, end, bars.bar),
         window=window,

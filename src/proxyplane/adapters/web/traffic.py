@@ -1,8 +1,8 @@
 """The service page's traffic actions (issue 32): buy GB for a metered service at the rate the page showed
 (add_traffic with max_total_cents = GB x that rate, so a changed rate charges nothing and re-renders the
-page), the auto top-up (set_auto_topup) and the limit of client addresses (set_client_ip_limit, 32.5).
-Each is the REST operation run through `invoke`; a refusal re-renders the page with the message in its
-section."""
+page), the auto top-up (set_auto_topup), the limit of client addresses (set_client_ip_limit, 32.5) and
+the speed limit (set_speed_limit, 32.6, typed in kB/s). Each is the REST operation run through `invoke`;
+a refusal re-renders the page with the message in its section."""
 
 from __future__ import annotations
 
@@ -88,4 +88,21 @@ async def client_ips(request: Request) -> Response:
         if result.max_client_ips
         else "No limit on client addresses."
     )
+    return redirect(request, f"/services/{service_id(request)}#client-ips", done)
+
+
+@router.post("/services/{service_id}/speed-limit")
+async def speed_limit(request: Request) -> Response:
+    await require_login(request)
+    data = await form(request)
+    raw = str(data.get("kbps", "")).strip()
+    kbps = whole(raw)
+    if raw and kbps is None:
+        return await service_page(request, 422, {"speed": "Enter a whole number of kB/s, or leave it empty."})
+    body = {"bytes_per_second": None if kbps is None else kbps * 1000}
+    result = await action(request, "set_speed_limit", body, "speed")
+    if isinstance(result, Response):
+        return result
+    rate = result.bytes_per_second
+    done = f"Speed limit: {rate // 1000} kB/s." if rate else "No speed limit."
     return redirect(request, f"/services/{service_id(request)}#client-ips", done)
