@@ -7,6 +7,7 @@ rounds so drift hits everyone alike. Quicker to iterate on than the whole harnes
 
     sudo .venv/bin/python bench/connsetup.py                # 3 rounds, all
     .venv/bin/python bench/connsetup.py --only ours --rounds 5
+    .venv/bin/python bench/connsetup.py --only ours --rounds 1 --perf /tmp/ours   # + perf record per mode
 
 The proxy is pinned to cpu 1, connload and nginx to cpu 0 (as in the harness). Loopback only.
 """
@@ -143,6 +144,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--only", default="", help="comma list of peers (tinyproxy, microsocks, ours)")
     ap.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"))
+    ap.add_argument("--perf", default="", help="after the rounds: perf record -g of each peer's proxy during "
+                    "one more run per mode, to PREFIX-<peer>-<mode>.data (perf must be installed)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="connsetup.")
     os.chmod(tmp, 0o755)  # nginx's worker and tinyproxy drop to nobody
@@ -174,6 +177,15 @@ def main() -> None:
                     print(f"round {r + 1} {name:10} {mode:7} {rate:8.0f} conn/s {us:6.1f} us/conn "
                           f"({sys_us:.1f} kernel)" + (f" errors={errors}" if errors else ""),
                           file=sys.stderr, flush=True)
+        for name, proc in procs.items() if args.perf else ():
+            _, host, port, modes = table[name]
+            for mode in modes:
+                p = port if mode == "connect" or name != "ours" else 1181
+                out = f"{args.perf}-{name}-{mode}.data"
+                rec = subprocess.Popen(["perf", "record", "-q", "-F", "4999", "-g", "-p", str(proc.p.pid),
+                                        "-o", out, "--", "sleep", str(args.duration)])
+                run_connload(exe, mode, host, p, args.duration)
+                rec.wait()
     finally:
         for proc in procs.values():
             proc.stop()
