@@ -1,6 +1,7 @@
 """The console's list pages in a real browser (issue 33), desktop and phone (390 px, no sideways scroll):
 an operator filters orders and services by customer and status and follows a row to the customer;
-an admin edits a product's price on the catalog page and reads it in the audit trail."""
+an admin edits a product's price on the catalog page and reads it in the audit trail; support sends a
+customer a password-reset email from the customer page."""
 
 from __future__ import annotations
 
@@ -149,5 +150,33 @@ def test_edit_a_product_price_on_the_catalog_page(
     page.goto(f"{base_url}/admin/audit?actor={email}&action=operator_product_set")
     entry = page.locator("#audit-entries li").first.inner_text()
     assert f"product:{product['product_id']}" in entry and "2500" in entry and "3140" in entry
+    no_sideways_scroll(page)
+    context.close()
+
+
+async def support_and_customer(platform: Platform) -> tuple[str, str, Account]:
+    email, once, _ = await make_operator(platform, "support")
+    return email, once, await make_account(platform)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_send_a_password_reset_email_from_the_customer_page(
+    browser: Any,  # noqa: F811
+    base_url: str,  # noqa: F811
+    database_url: str,
+    tmp_path: Path,
+    width: int,
+) -> None:
+    email, once, customer = on_platform(database_url, tmp_path, support_and_customer)
+    context = browser.new_context(viewport={"width": width, "height": 860})
+    page = context.new_page()
+    sign_in(page, base_url, email, once)
+    page.goto(f"{base_url}/admin/customers/{customer.customer_id}")
+    assert page.locator("#resend-emails").is_visible()
+    assert page.locator("#email-verification").count() == 0  # a test customer's address is verified
+    no_sideways_scroll(page)
+    page.click("#email-password_reset")
+    page.wait_for_url(f"{base_url}/admin/customers/{customer.customer_id}?done=*")
+    assert "password_reset email queued" in page.inner_text(".flash")
     no_sideways_scroll(page)
     context.close()
