@@ -106,7 +106,8 @@ STORAGE_WRITES = {
     "domains/accounts/web_ops.py": "web_sessions: " + _NOT_MOVED,
     "domains/addons/service.py": "service_addons, the add-on's service rows: " + _NOT_MOVED,
     "domains/apikeys/caps.py": "the API key's spending counters: " + _NOT_MOVED,
-    "domains/apikeys/service.py": "api_keys (issue, revoke, last use): " + _NOT_MOVED,
+    "domains/apikeys/service.py": "api_keys (issue, revoke; read, last use: storage/repos/api_keys.py): "
+    + _NOT_MOVED,
     "domains/invoices/service.py": "invoices and their items: " + _NOT_MOVED,
     "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
     "domains/legacy/auth.py": "the legacy API's credentials: " + _NOT_MOVED,
@@ -142,14 +143,11 @@ STORAGE_SQL = {
     "observability/health.py": "the health check's schema version read",
 }
 STORAGE_DRIVER = {
-    "domains/apikeys/service.py": "the key look-up sent alone (DriverStatement.rows_alone): " + _NOT_MOVED,
     "gateway/changes.py": _GATEWAY_STORE,
     "gateway/store_load.py": _GATEWAY_STORE,
     "jobs/change_notifier.py": "LISTEN/NOTIFY of the change log: " + _NOT_MOVED,
 }
 STORAGE_DIALECT = {
-    "domains/apikeys/service.py": "the lone key read on PostgreSQL: " + _NOT_MOVED,
-    "domains/oauth/service.py": "the token read sent alone on PostgreSQL: " + _NOT_MOVED,
     "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
     "gateway/changes.py": _GATEWAY_STORE,
     "gateway/local_ips.py": _GATEWAY_STORE,

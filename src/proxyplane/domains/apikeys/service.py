@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import cast
 
-from sqlalchemy import Table, bindparam, event, select, update
+from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -16,9 +15,9 @@ from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.core.security import API_KEY_PREFIX, hash_api_key, new_api_key
 from proxyplane.domains.apikeys.cache import KeyPrincipal, drop_everywhere, key_cache
 from proxyplane.domains.events.service import emit
-from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models import ApiKey, Customer
+from proxyplane.storage.models import ApiKey
+from proxyplane.storage.repos import api_keys as key_rows
 
 MAX_KEYS_PER_CUSTOMER = 100
 
@@ -87,27 +86,6 @@ async def revoke_key(session: AsyncSession, customer_id: int, key_id: uuid.UUID)
     return key
 
 
-# built once (a cache miss runs it: once per key and CACHE_SECONDS, or for every unknown key)
-_KEY_BY_DIGEST = (
-    select(
-        ApiKey.id,
-        ApiKey.customer_id,
-        ApiKey.scopes,
-        ApiKey.revoked_at,
-        ApiKey.last_used_at,
-        ApiKey.last_used_ip,
-        ApiKey.confirm_spending,
-        Customer.status,
-        ApiKey.member_id,
-    )
-    .join(Customer, Customer.id == ApiKey.customer_id)
-    .where(ApiKey.key_hash == bindparam("digest"))
-)
-
-# the same read on the driver, outside any transaction (a miss on PostgreSQL)
-_KEY_READ = DriverStatement(_KEY_BY_DIGEST)
-
-
 async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal | None:
     """The one key check shared by REST and MCP. Returns None for an unknown, revoked key or a
     disabled account. A valid key is remembered for CACHE_SECONDS (see cache.py for the bound); a miss
@@ -122,12 +100,7 @@ async def authenticate(db: Database, raw: str, client_ip: str) -> KeyPrincipal |
     if principal is not None:
         return principal
     generation = cache.generation
-    if db.is_sqlite:
-        async with db.unit_of_work(write=False) as uow:
-            row = (await uow.session.execute(_KEY_BY_DIGEST, {"digest": digest})).first()
-    else:  # PostgreSQL: one round trip, no unit of work (storage/driver.DriverStatement.rows_alone)
-        found = await _KEY_READ.rows_alone(db.engine, {"digest": digest})
-        row = found[0] if found else None
+    row = await key_rows.read_by_digest(db, digest)  # PostgreSQL: one round trip, no unit of work
     if row is None:
         return None
     key_id, customer_id, scopes, revoked_at, last_used_at, last_used_ip, confirm, status, member_id = row
@@ -153,21 +126,9 @@ def last_use_due(db: Database, key_id: uuid.UUID | None, client_ip: str, now: da
     return key_id is not None and key_cache(db).claim_use(key_id, client_ip, now)
 
 
-_KEYS = cast(Table, ApiKey.__table__)
-# built once, run on the driver connection (storage/driver.py): no statement built per write
-_TOUCH = DriverStatement(
-    update(_KEYS)
-    .where(_KEYS.c.id == bindparam("key_id"))
-    .values(
-        last_used_at=bindparam("used_at", type_=_KEYS.c.last_used_at.type),
-        last_used_ip=bindparam("used_ip", type_=_KEYS.c.last_used_ip.type),
-    )
-)
-
-
 async def record_last_use(session: AsyncSession, key_id: uuid.UUID, client_ip: str, now: datetime) -> None:
     """The key's last use, one UPDATE in the caller's transaction (committed with it, or not at all)."""
-    await _TOUCH.rows(session, {"key_id": key_id, "used_at": now, "used_ip": client_ip})
+    await key_rows.touch(session, key_id, client_ip, now)
 
 
 def _key_data(key: ApiKey) -> dict[str, object]:

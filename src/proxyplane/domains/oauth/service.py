@@ -26,6 +26,7 @@ from proxyplane.domains.apikeys.service import create_key, revoke_key
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models import ApiKey, Customer
 from proxyplane.storage.models.oauth import OAuthGrant, OAuthRequest, OAuthToken
+from proxyplane.storage.repos import oauth as oauth_rows
 
 ACCESS_PREFIX = "ppo_at_"
 REFRESH_PREFIX = "ppo_rt_"
@@ -332,10 +333,7 @@ async def authenticate_token(db: Database, raw: str, resource: str) -> OAuthPrin
     read on every request (no cache), so a revocation (token, grant or key row) is refused at once."""
     if not raw.startswith(ACCESS_PREFIX) or len(raw) > 200:
         return None
-    async with db.engine.connect() as conn:  # one read; leaving ends its transaction
-        if not db.is_sqlite:  # one statement: no BEGIN/ROLLBACK round trips around it
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
-        row = (await conn.execute(_TOKEN_CHECK, {"token_hash": digest(raw)})).first()
+    row = await oauth_rows.read_alone(db, _TOKEN_CHECK, {"token_hash": digest(raw)})  # one statement
     if row is None:
         return None
     scopes, expires_at, grant_id, client_id, token_resource, confirm, key_id, customer_id, key_scopes = row

@@ -1,7 +1,8 @@
-"""Deletes of spent OAuth state (issue 31: the statements of jobs/oauth_prune.py, which runs the passes and
-says what "spent" means in its docstring): authorization requests past their expiry, and tokens that can
-no longer be used (expired, revoked access tokens, revoked refresh tokens of ended grants). The other
-OAuth rows are still written by domains/oauth/ (listed in tests/test_storage_rules.py)."""
+"""OAuth statements in storage (issue 31): the access token check's lone read (`read_alone`), and the
+deletes of spent OAuth state (the statements of jobs/oauth_prune.py, which runs the passes and says what
+"spent" means): authorization requests past their expiry, and tokens that can no longer be used (expired,
+revoked access tokens, revoked refresh tokens of ended grants). The other OAuth rows are still written by
+domains/oauth/ (listed in tests/test_storage_rules.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,19 @@ from typing import Any
 
 from sqlalchemy import Select, and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import Executable
 
+from proxyplane.storage.engine import Database
 from proxyplane.storage.models.oauth import OAuthGrant, OAuthRequest, OAuthToken
+
+
+async def read_alone(db: Database, stmt: Executable, params: dict[str, Any]) -> Any | None:
+    """The first row of one read on its own connection (leaving ends its transaction); on PostgreSQL in
+    autocommit, so no BEGIN/ROLLBACK round trips go around the one statement."""
+    async with db.engine.connect() as conn:
+        if not db.is_sqlite:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+        return (await conn.execute(stmt, params)).first()
 
 
 def _spent_tokens(now: datetime) -> Select[Any]:
