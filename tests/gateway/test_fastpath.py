@@ -269,6 +269,17 @@ async def test_every_refusal_reason_is_pythons(origin, change: str) -> None:
     assert not on[0].startswith(b"HTTP/1.1 200") and b"host=o" not in on[0] + on[1]
 
 
+async def test_malformed_request_after_cached_credentials_is_counted_for_the_service(origin) -> None:
+    async def scenario(run: Run, port: int) -> list[bytes]:
+        out = await repeat(run, socks_msgs("127.0.0.1", port, "fast"), run.socks, 2)
+        bad = [*socks_msgs("127.0.0.1", port, "fast")[:2], b"\x04\x01\x00\x01\x7f\x00\x00\x01\x00\x50"]
+        out += await repeat(run, bad, run.socks, 2)  # the second: credentials accepted by the cache
+        return out[-2:]
+
+    on = await both(scenario, origin.port)
+    assert on[0] == on[1] and on[0].startswith(b"\x05\x02\x01\x00\x05\x01")
+
+
 async def test_refused_upstream_of_a_cached_tunnel_is_answered_by_python(origin) -> None:
     """The origin goes away after the decision was cached: the engine hands the failed connect back."""
     async def scenario(run: Run, port: int) -> list[bytes]:

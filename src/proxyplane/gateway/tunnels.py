@@ -415,8 +415,11 @@ class TunnelEngine:
             rec.flow.requests = 0  # a CONNECT that never opened counts its connection, not a request
         self.reply_close(cid, build_reply(error.status, str(error)))
 
-    def on_closed(self, cid: int, up: int, down: int, why: int, kind: int) -> None:
+    def on_closed(self, cid: int, up: int, down: int, why: int, kind: int, auth_id: int = 0) -> None:
         rec = self.conns.pop(cid, None)
+        if rec is None and auth_id and self.fast is not None:  # credentials the engine accepted (cache)
+            known = self.fast.record(auth_id)
+            rec = Tunnel(known.grant, known.static_ip, True) if known is not None else None
         t = _tunnels
         assert t is not None
         if why == t.WHY_HANDSHAKE_TIMEOUT:

@@ -201,8 +201,14 @@ void tn_conn_close(Engine *e, conn_t *c, int why) {
     if (c->cfd >= 0) close(c->cfd);
     if (c->ufd >= 0) close(c->ufd);
     c->cfd = c->ufd = -1;
-    if (!c->fast) /* a fast tunnel ends silently: its counts are the entry's (fast.c) */
+    if (c->fast) {
+        /* a fast tunnel ends silently: its counts are the entry's (fast.c) */
+    } else if (c->auth && !c->auth_py) { /* SOCKS5 credentials the cache accepted: whose connection */
+        tn_push(e, Py_BuildValue("(iKKKiiI)", EV_CLOSED, (unsigned long long)c->id, c->up, c->down, why, c->kind,
+                                 c->auth->id));
+    } else {
         tn_push(e, Py_BuildValue("(iKKKii)", EV_CLOSED, (unsigned long long)c->id, c->up, c->down, why, c->kind));
+    }
     tn_conn_release(e, c);
 }
 

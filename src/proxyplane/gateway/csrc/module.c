@@ -21,7 +21,8 @@
  * local_ip: the address the client dialed on a `local` (wildcard, static) listener, else None.
  *   (SOCKS_REQUEST, id, cmd, atyp, host, port)  host: str for IP literals, bytes for a domain name
  *   (CONNECT_FAILED, id, errno, timed_out) the upstream connect failed; Python replies
- *   (CLOSED, id, up, down, why, kind)      the connection ended (once per id, unless detached or fast)
+ *   (CLOSED, id, up, down, why, kind[, auth_id])  the connection ended (once per id, unless detached or
+ *                                          a fast tunnel); auth_id: SOCKS5 credentials the cache accepted
  *   (FAST_FAILED, id, entry_id, exit_ip, errno, timed_out)  a tunnel opened by a cached decision (fast.c)
  *                                          could not connect: it is Python's now, which replies
  *   (FAST_SOCKS_REQUEST, id, auth_id, cmd, atyp, host, port)  a request after credentials the engine
