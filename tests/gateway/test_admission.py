@@ -27,7 +27,7 @@ def test_http_credentials_grant_or_the_refusing_reply():
     assert isinstance(grant, Grant) and grant.service.service_id == "r1"
     assert http_credentials(ctx, None, "", Credentials("rot", "bad"), "h").startswith(b"HTTP/1.1 407")
     assert http_credentials(ctx, None, "", Credentials("off", "pw"), "h").startswith(b"HTTP/1.1 403")
-    bad_option = http_credentials(ctx, None, "", Credentials("rot-ttl-7m", "pw"), "h")
+    bad_option = http_credentials(ctx, None, "", Credentials("rot-ttl-25h", "pw"), "h")
     assert isinstance(bad_option, bytes) and bad_option.startswith(b"HTTP/1.1 407") and b"ttl" in bad_option
     refused = http_credentials(ctx, None, "127.0.6.1", None, "h")
     assert isinstance(refused, bytes) and refused.startswith(b"HTTP/1.1 407")  # not whitelisted

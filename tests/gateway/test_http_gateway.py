@@ -73,7 +73,7 @@ async def test_refusals(env, origin):
     assert (await http_get(static, url, basic("alice", "nope")))[0] == 407
     assert (await http_get(static, url, basic("rot", "pw")))[0] == 407  # a rotating login on a static IP
     assert (await http_get(env.http, url, ALICE))[0] == 407  # a static login on the rotating gateway
-    status, _, body = await http_get(env.http, url, basic("rot-ttl-7m", "pw"))
+    status, _, body = await http_get(env.http, url, basic("rot-ttl-25h", "pw"))
     assert status == 407 and b"'ttl'" in body
     status, reader, writer = await connect_tunnel(static, f"127.0.0.1:{origin.port}", basic("x", "y"))
     assert status == 407

@@ -24,3 +24,7 @@ def documented(**schema: Any) -> dict[str, Any]:
 
 
 IPV4 = documented(pattern=IPV4_PATTERN, maxLength=15)
+
+# an address as accounts.service.normalise_email takes it (surrounding whitespace stripped, no space, a
+# local part, a "." after the first "@"); the service refuses the rest with its own message
+EMAIL = documented(pattern="^\\s*[^@\\s\\u0000][^@ \\u0000]*@[^ \\u0000]*\\.[^ \\u0000]*\\s*$")

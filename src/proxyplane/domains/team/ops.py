@@ -10,8 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from proxyplane.core.bounds import INT32_MAX
+from proxyplane.core.bounds import EMAIL, INT32_MAX
 from proxyplane.core.clock import utcnow
+from proxyplane.core.errors import Conflict, declares
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.team import roles, service
@@ -50,7 +51,7 @@ class Members(BaseModel):
 
 
 class NewInvitation(BaseModel):
-    email: str = Field(min_length=3, max_length=320)
+    email: str = Field(min_length=3, max_length=320, json_schema_extra=EMAIL)
     role: Role
 
 
@@ -207,6 +208,7 @@ INVITE_MEMBER = Operation(
     effect=Effect.WRITE,
     status_code=201,
     tags=("team",),
+    extra=declares(Conflict),  # the holder's own address, a member already, the hourly cap
 )
 REVOKE_INVITATION = Operation(
     name="revoke_invitation",
