@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.geo import service as geo
 from proxyplane.domains.geo.reader import Place
-from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
+from proxyplane.ops import Context, Effect, operator_op, register
 from proxyplane.storage.repos import ip_geo
 
 Source = Literal["maxmind", "ripe"]
@@ -60,5 +60,5 @@ async def show(ctx: Context, data: ShowIn) -> dict[str, Any]:
 
 LOCATE = operator_op("geo_locate", locate, LocateIn, permission="stock.write")
 OVERRIDE = operator_op("geo_override", override, OverrideIn, permission="stock.write")
-SHOW = operator_op("geo_show", show, ShowIn, Effect.READ, permission="stock.read", doors=OPERATOR_DOORS)
+SHOW = operator_op("geo_show", show, ShowIn, Effect.READ, permission="stock.read")  # CLI + operator API
 register(LOCATE, OVERRIDE, SHOW)
