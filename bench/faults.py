@@ -38,16 +38,18 @@ def main() -> int:
     }
     tests = ["tests/faults/", "tests/observability/test_store_outage.py"]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:randomly", *tests],
+        [sys.executable, "-m", "pytest", "-s", "-p", "no:randomly", *tests],  # -q: the project's addopts
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
     )
     for line in done.stdout.splitlines():
-        if re.match(r"fault figures:", line):
+        if re.match(r"fault figures:|FAILED ", line):
             print(line)
-    summary = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
+    summary = [
+        line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed).* in [\d.]+s", line)
+    ]
     print(summary[-1] if summary else done.stdout[-2000:])
     return done.returncode
 
