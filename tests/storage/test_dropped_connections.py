@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine import Database
+from proxyplane.storage.lean_setting import LEAN
 from proxyplane.storage.outage import stale_connection
 from proxyplane.storage.transaction import begin_with
 from tests.faults.support import StoreLink
@@ -21,6 +22,7 @@ from tests.faults.support import StoreLink
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(not os.environ.get("PROXYPLANE_TEST_DATABASE_URL"), reason="PostgreSQL"),
+    pytest.mark.skipif(not LEAN, reason="the driver path itself (PROXYPLANE_LEAN_STORAGE=0: off)"),
 ]
 
 ONE = DriverStatement(select(literal(1)))
