@@ -157,7 +157,8 @@ class Gateway:
         """The live values metrics.NodeCollector exports."""
         capacity = self.ctx.capacity
         return {
-            "active_tunnels": len(self.ctx.meter._flows),
+            "active_tunnels": len(self.ctx.meter._flows) + (  # + those the decision cache opened
+                int(self.tunnels.stats()["fast"]) if self.tunnels is not None else 0),
             "admitted_connections_open": capacity.total // PER_CONNECTION,
             "descriptor_budget": capacity.budget,
             "descriptors_charged": capacity.total,
