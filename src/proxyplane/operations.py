@@ -24,6 +24,7 @@ from proxyplane.domains.mail import operator_ops as _operator_mail  # noqa: F401
 from proxyplane.domains.oauth import consent_ops as _oauth_consent  # noqa: F401
 from proxyplane.domains.oauth import ops as _oauth  # noqa: F401
 from proxyplane.domains.operators import console_ops as _console  # noqa: F401  (issue 33)
+from proxyplane.domains.operators import desk_ops as _operator_desk  # noqa: F401  (issue 33)
 from proxyplane.domains.operators import email_ops as _operator_emails  # noqa: F401  (issue 33)
 from proxyplane.domains.operators import list_ops as _operator_lists  # noqa: F401  (issue 33)
 from proxyplane.domains.operators import ops as _operators  # noqa: F401  (issue 33)

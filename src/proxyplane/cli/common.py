@@ -54,6 +54,7 @@ OPERATOR_MODULES = (
     "proxyplane.domains.accounts.operator_ops",
     "proxyplane.domains.geo.ops",
     "proxyplane.domains.mail.operator_ops",
+    "proxyplane.domains.operators.desk_ops",
     "proxyplane.domains.operators.email_ops",
     "proxyplane.domains.operators.list_ops",
     "proxyplane.domains.operators.ops",

@@ -1,7 +1,7 @@
 """The console's list pages in a real browser (issue 33), desktop and phone (390 px, no sideways scroll):
 an operator filters orders and services by customer and status and follows a row to the customer;
 an admin edits a product's price on the catalog page and reads it in the audit trail; support sends a
-customer a password-reset email from the customer page."""
+customer a password-reset email from the customer page, takes a ticket and adds an internal note."""
 
 from __future__ import annotations
 
@@ -178,5 +178,43 @@ def test_send_a_password_reset_email_from_the_customer_page(
     page.click("#email-password_reset")
     page.wait_for_url(f"{base_url}/admin/customers/{customer.customer_id}?done=*")
     assert "password_reset email queued" in page.inner_text(".flash")
+    no_sideways_scroll(page)
+    context.close()
+
+
+async def support_and_ticket(platform: Platform) -> tuple[str, str, str]:
+    """A support operator and a customer's ticket, opened as the customer's own door opens one."""
+    from proxyplane.domains.tickets.service import open_ticket
+
+    email, once, _ = await make_operator(platform, "support")
+    customer = await make_account(platform)
+    async with platform.db.unit_of_work() as uow:
+        ticket = await open_ticket(uow.session, customer.customer_id, "browser desk", "it is slow")
+        await uow.commit()
+    return email, once, str(ticket.id)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_take_a_ticket_and_add_an_internal_note(
+    browser: Any,  # noqa: F811
+    base_url: str,  # noqa: F811
+    database_url: str,
+    tmp_path: Path,
+    width: int,
+) -> None:
+    email, once, ticket_id = on_platform(database_url, tmp_path, support_and_ticket)
+    context = browser.new_context(viewport={"width": width, "height": 860})
+    page = context.new_page()
+    sign_in(page, base_url, email, once)
+    page.goto(f"{base_url}/admin/tickets/{ticket_id}")
+    assert "Nobody has this ticket." in page.inner_text("#assigned-to")
+    no_sideways_scroll(page)
+    page.click("#take-ticket")
+    page.wait_for_url(f"{base_url}/admin/tickets/{ticket_id}?done=assigned")
+    assert email in page.inner_text("#assigned-to")
+    page.fill("textarea[name=note]", "looked at it, waiting on the node")
+    page.click("button:has-text('Add note')")
+    page.wait_for_url(f"{base_url}/admin/tickets/{ticket_id}?done=note+added")
+    assert "waiting on the node" in page.inner_text("#ticket-notes")
     no_sideways_scroll(page)
     context.close()

@@ -88,9 +88,9 @@ async def tickets(request: Request) -> Response:
 @router.get("/admin/tickets/{ticket_id}")
 async def ticket(request: Request, ticket_id: uuid.UUID) -> Response:
     await signed_in(request)
-    return render(
-        request, "ticket.html", t=await call(request, "operator_ticket_show", {"ticket_id": str(ticket_id)})
-    )
+    ref = {"ticket_id": str(ticket_id)}
+    shown = await call(request, "operator_ticket_show", ref)
+    return render(request, "ticket.html", t=shown, desk=await call(request, "operator_ticket_desk", ref))
 
 
 @router.post("/admin/tickets/{ticket_id}/reply")

@@ -19,6 +19,7 @@ from proxyplane.storage.models import subuser_rollups as _subuser_rollups  # noq
 from proxyplane.storage.models import subusers as _subusers  # noqa: F401  (sub-users: issue 18)
 from proxyplane.storage.models import team as _team  # noqa: F401  (team accounts: issue 34.5)
 from proxyplane.storage.models import throttles as _throttles  # noqa: F401  (issue 30)
+from proxyplane.storage.models import ticket_desk as _ticket_desk  # noqa: F401  (ticket desk: issue 33)
 from proxyplane.storage.models import upstreams as _upstreams  # noqa: F401  (upstream suppliers: issue 36)
 from proxyplane.storage.models import usage_rollups as _usage_rollups  # noqa: F401  (issue 15)
 from proxyplane.storage.models.base import Base
