@@ -136,16 +136,18 @@ class TunnelEngine:
             t.SOCKS_AUTH: functools.partial(socks.on_auth, self),
             t.SOCKS_REQUEST: functools.partial(socks.on_request, self),
             t.CONNECT_FAILED: self.on_connect_failed, t.CLOSED: self.on_closed,
-            t.FAST_FAILED: self.on_fast_failed,
-            t.FAST_SOCKS_REQUEST: functools.partial(socks.on_fast_request, self),
         }
+        if hasattr(t, "FAST_FAILED"):  # an engine built before the decision cache (fast.c) has none
+            self.handlers[t.FAST_FAILED] = self.on_fast_failed
+            self.handlers[t.FAST_SOCKS_REQUEST] = functools.partial(socks.on_fast_request, self)
         self.no_answer = frozenset({t.HANDOFF, t.CLOSED})  # events that leave no connection waiting
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         loop.add_reader(self.engine.fileno(), self.on_ready)
         self.ctx.meter.add_source(self.pull_counts)
-        if self.ctx.settings.tunnel_cache and hasattr(self.ctx.access, "on_change"):
+        if self.ctx.settings.tunnel_cache and hasattr(self.ctx.access, "on_change") and \
+                hasattr(self.engine, "fast_enable"):
             self.fast = FastPath(self)
             self.engine.fast_enable(CONNECT_ESTABLISHED)
 
