@@ -15,6 +15,7 @@ from proxyplane.domains.services import service as services
 from proxyplane.gateway.local_ips import local_prefixes, outside
 from proxyplane.platform import Platform
 from proxyplane.storage.models import ServiceIp, StockIp
+from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from tests.adapters.legacy.support import auth, buy, static_product
 from tests.support import Account
 
@@ -70,6 +71,9 @@ async def test_nonlocal_exit_ip_is_reported_and_disturbs_nothing(
 async def _check_reported(client: httpx.AsyncClient, platform: Platform, account: Account, number: int,
                           local_ip: str, away: str, login: str, password: str, origin, tmp_path) -> None:
     inactive = f"/api/networkstatus/inactive/{number}"
+    async with platform.db.unit_of_work(write=True) as uow:  # no node runs now: any row is a dead node's
+        await uow.session.execute(delete(GatewayNodeAddresses))  # (killed or cut off from the store: fresh
+        await uow.commit()  # for STALE seconds, which the shared store's next tests would see)
     r = await client.get(inactive, headers=auth(account))
     assert r.json() == []  # no live node has reported its addresses: nothing to say yet
     settings = node_settings([local_ip]).model_copy(update={"static_bind": "0.0.0.0"})

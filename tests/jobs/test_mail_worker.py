@@ -170,6 +170,26 @@ async def test_refused_message_is_failed_with_the_server_answer(platform: Platfo
         assert len(sink.to(account.email)) == 1
 
 
+async def test_an_unsendable_address_fails_alone(platform: Platform) -> None:
+    """An outbox row whose address the SMTP client will not put on the wire ('<>' in it, e.g. an
+    invitation someone typed so) is failed with the reason; the rest of the batch still goes out."""
+    from proxyplane.domains.mail.compose import Mail
+    from proxyplane.domains.mail.outbox import queue
+
+    account = await make_account(platform)
+    odd = f"<>{account.customer_id}@example.com"
+    async with platform.db.unit_of_work() as uow:
+        mail = Mail(kind="team_invitation", to=odd, subject="Join", text="hello", html="<p>hello</p>")
+        await queue(uow.session, mail, sender=platform.settings.mail_from, customer_id=None)
+        await uow.commit()
+    await account.key(name="after the odd one")
+    with smtp_sink() as (sink, url):
+        await deliver(mailing(platform, url))
+        assert len(sink.to(account.email)) == 1
+    [row] = await _outbox(platform, odd)
+    assert row.status == "failed" and row.last_error is not None and "not sent" in row.last_error
+
+
 async def test_without_smtp_messages_wait_in_the_outbox(platform: Platform) -> None:
     account = await make_account(platform)
     await account.key(name="no smtp")

@@ -100,6 +100,8 @@ class SmtpConnection:
         try:
             client = await self._connected()
             refused, answer = await client.send_message(msg)
+        except ValueError as exc:  # an address aiosmtplib will not put on the wire: never sendable
+            return Sent(ok=False, permanent=True, answer=f"not sent: {exc}"[:1000])
         except aiosmtplib.SMTPRecipientsRefused as exc:
             first = exc.recipients[0] if exc.recipients else None
             code = first.code if first is not None else 550
