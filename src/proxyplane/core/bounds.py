@@ -26,5 +26,9 @@ def documented(**schema: Any) -> dict[str, Any]:
 IPV4 = documented(pattern=IPV4_PATTERN, maxLength=15)
 
 # an address as accounts.service.normalise_email takes it (surrounding whitespace stripped, no space, a
-# local part, a "." after the first "@"); the service refuses the rest with its own message
-EMAIL = documented(pattern="^\\s*[^@\\s\\u0000][^@ \\u0000]*@[^ \\u0000]*\\.[^ \\u0000]*\\s*$")
+# local part, a "." after the first "@", none of <>()[]\\,;:" or control characters); the service refuses
+# the rest with its own message
+_MAILBOX = '[^@ <>()\\[\\]\\\\,;:"\\u0000-\\u001f\\u007f]'
+_HOST = '[^ <>()\\[\\]\\\\,;:"\\u0000-\\u001f\\u007f]'
+_FIRST = _MAILBOX.replace("[^@", "[^@\\s", 1)  # what strip() would take is no part of the address
+EMAIL = documented(pattern=f"^\\s*{_FIRST}{_MAILBOX}*@{_HOST}*\\.{_HOST}*\\s*$")

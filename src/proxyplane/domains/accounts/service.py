@@ -11,11 +11,16 @@ from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import hash_password
 from proxyplane.storage.models import Customer, Wallet
 
+# characters an address may not carry here: mail headers would read them as syntax (aiosmtplib refuses them),
+# and control characters; core/bounds.EMAIL states the same rule in the schemas
+_UNSENDABLE = set('<>()[]\\,;:"') | {chr(c) for c in range(32)} | {chr(127)}
+
 
 def normalise_email(email: str) -> str:
     email = email.strip().lower()
     local, sep, domain = email.partition("@")
-    if not sep or not local or "." not in domain or " " in email or len(email) > 320:
+    odd = " " in email or len(email) > 320 or bool(_UNSENDABLE & set(email))
+    if not sep or not local or "." not in domain or odd:
         raise ValidationFailed(f"invalid email address: {email!r}", field="email")
     return email
 

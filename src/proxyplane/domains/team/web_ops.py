@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from proxyplane.domains.accounts.service import find_by_email, get_customer
 from proxyplane.domains.team import service
-from proxyplane.ops import Auth, Context, Effect, Operation, register
+from proxyplane.ops import Auth, Context, Effect, Operation, register, web_op
 from proxyplane.storage.repos import team as repo
 
 
@@ -99,19 +99,7 @@ def _op(
     effect: Effect = Effect.WRITE,
     auth: Auth = Auth.KEY,
 ) -> Operation:
-    return Operation(
-        name=f"web_{name}",
-        summary=f"dashboard: {name.replace('_', ' ')}",
-        method="POST",
-        path=f"/{name}",
-        handler=handler,  # type: ignore[arg-type]
-        input=input,
-        output=output,
-        effect=effect,
-        auth=auth,
-        mcp=False,
-        doors=frozenset({"web"}),
-    )
+    return web_op(name, handler, input, output, effect=effect, auth=auth)
 
 
 CHECK_INVITATION = _op(
