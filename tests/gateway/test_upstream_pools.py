@@ -16,6 +16,7 @@ import pytest
 from proxyplane.core.proxy_chain import parse_template
 from proxyplane.gateway.access import AccessTable, ServiceEntry
 from proxyplane.gateway.context import Settings
+from proxyplane.gateway.metering import SUPPLIER, UsageRow, supplier_rows
 from proxyplane.gateway.server import Gateway, GatewayConfig
 from proxyplane.gateway.subusers import SubuserEntry
 from proxyplane.gateway.upstream_pools import UpstreamEntry
@@ -76,15 +77,26 @@ async def through_tunnel(gw: Gateway, login: str, origin_port: int, path: str = 
     return code, body
 
 
-def usage(gw: Gateway, service_id: str) -> tuple[int, int, dict[str, int]]:
+def usage(gw: Gateway, service_id: str, rows: list[UsageRow] | None = None
+          ) -> tuple[int, int, dict[str, int]]:
     up = down = 0
     errors: dict[str, int] = {}
-    for row in gw.ctx.meter.drain():
+    for row in gw.ctx.meter.drain() if rows is None else rows:
         if row.service_id == service_id:
             up, down = up + row.bytes_up, down + row.bytes_down
             for k, n in row.errors.items():
                 errors[k] = errors.get(k, 0) + n
     return up, down, errors
+
+
+def supplier_counts(rows: list[UsageRow]) -> dict[str, tuple[int, int, int, int]]:
+    """{upstream id: (up, down, tunnels, failed)} of the suppliers' rows the meter holds."""
+    out: dict[str, tuple[int, int, int, int]] = {}
+    for row in supplier_rows(rows)[1]:
+        u, d, t, f = out.get(row.service_id.removeprefix(SUPPLIER), (0, 0, 0, 0))
+        out[row.service_id.removeprefix(SUPPLIER)] = (u + row.bytes_up, d + row.bytes_down,
+                                                      t + row.connections, f + row.errors.get("failed", 0))
+    return out
 
 
 async def test_targeting_reaches_the_supplier_and_a_session_keeps_its_exit(
@@ -127,21 +139,22 @@ async def test_bytes_metered_equal_the_origins_and_are_counted_for_the_supplier(
     assert await asyncio.wait_for(reader.readexactly(len(payload)), 5) == payload
     writer.close()
     await asyncio.sleep(0.2)
-    up, down, _ = usage(reseller, "resold")  # drain harvests: the supplier's share is counted then
+    rows = reseller.ctx.meter.drain()  # drain harvests: the supplier's share is counted then
+    up, down, _ = usage(reseller, "resold", rows)
     assert up == down == len(payload)
-    [(upstream_id, _, sup_up, sup_down, tunnels, failures)] = reseller.ctx.upstreams.take_usage()
-    assert str(upstream_id) == entry.upstream_id and (sup_up, sup_down, tunnels, failures) == (
-        len(payload), len(payload), 1, 0)
+    assert supplier_counts(rows) == {entry.upstream_id: (len(payload), len(payload), 1, 0)}
+    assert all(r.service_id in ("resold", SUPPLIER + entry.upstream_id) for r in rows)
 
 
 async def test_a_dead_supplier_is_failed_over_then_502_when_none_is_left(
     supplier: Gateway, reseller: Gateway, origin
 ) -> None:
     dead = upstream(free_tcp_port(), 1)
-    reseller.ctx.upstreams.replace([dead, upstream(supplier.gateway_port("http"), 2)])
+    second = upstream(supplier.gateway_port("http"), 2)
+    reseller.ctx.upstreams.replace([dead, second])
     assert (await through_tunnel(reseller, "cust", origin.port))[0] == 200
-    failures = {str(u): f for u, _, _, _, _, f in reseller.ctx.upstreams.take_usage()}
-    assert failures[dead.upstream_id] == 1
+    counts = supplier_counts(reseller.ctx.meter.drain())
+    assert counts[dead.upstream_id] == (0, 0, 0, 1) and counts[second.upstream_id][2:] == (1, 0)
     reseller.ctx.upstreams.replace([dead, upstream(free_tcp_port(), 2)])
     usage(reseller, "resold")
     status, _, _ = await connect_tunnel(port_of(reseller, "http"), f"127.0.0.1:{origin.port}",

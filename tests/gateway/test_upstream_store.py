@@ -2,7 +2,7 @@
 registered through the operator operation, a metered service whose parameters name the pool, a real node:
 the node reads the pool, chains the customer's tunnels through the supplier, the service's quota cuts them
 and refuses with 402 as for local exits, and the bytes the node relayed through the supplier reach
-upstream_usage, so the margin report prices them."""
+upstream_usage through the node's usage spool, so the margin report prices them."""
 
 from __future__ import annotations
 
@@ -62,11 +62,10 @@ async def test_a_pool_service_through_a_node_is_metered_cut_at_its_quota_and_pri
             status, _, _ = await http_get(http, f"http://{target}/", auth)
             assert status == 402
             await asyncio.sleep(0.1)
-            await node.flush_usage()
-        # the node's close wrote the supplier's count
+            await node.flush_usage()  # through the spool: the supplier's count with the customer's usage
+            report = await run(platform, "operator_upstream_margin", days=1, pool=pool)
     errors = await errors_of(platform, svc.service_id)
     assert errors.get("quota_exhausted", 0) >= 1
-    report = await run(platform, "operator_upstream_margin", days=1, pool=pool)
     [entry] = report["pools"]
     [sup] = entry["upstreams"]
     assert sup["upstream_id"] == made["upstream_id"] and sup["tunnels"] == 1

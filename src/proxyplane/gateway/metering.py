@@ -4,6 +4,12 @@ Counters are keyed ``(service_id, minute, host)``; a row's totals summed over ho
 totals, so a per-destination export always sums to the usage totals. Tunnels report bytes through a
 ``Flow`` (plain attribute increments on the hot path); ``harvest()`` moves flow deltas into the current
 minute and runs at every flush, every second in ``run()``, and when a flow closes.
+
+An upstream supplier's counts (issue 36.4: the cost side of the margin report) are rows too, under the
+metering id ``"upstream:<upstream id>"`` with host "" (``supplier``): bytes both ways, ``connections`` the
+tunnels opened, ``errors["failed"]`` the attempts that failed. So they ride the same spool batches as the
+customers' usage (on disk first, applied once, replayed after an outage) and the usage sink writes them to
+``upstream_usage`` (``supplier_rows``); no service, quota or Prometheus counter ever sees them.
 """
 
 from __future__ import annotations
@@ -45,6 +51,17 @@ class UsageRow:
 
 
 UsageSink = Callable[[list[UsageRow]], Awaitable[None]]
+SUPPLIER = "upstream:"  # the metering id prefix of an upstream supplier's rows
+SUPPLIER_FAILED = "failed"
+
+
+def supplier_rows(rows: list[UsageRow]) -> tuple[list[UsageRow], list[UsageRow]]:
+    """(the services' rows, the upstream suppliers' rows) of a batch."""
+    services: list[UsageRow] = []
+    suppliers: list[UsageRow] = []
+    for row in rows:
+        (suppliers if row.service_id.startswith(SUPPLIER) else services).append(row)
+    return services, suppliers
 
 
 class Flow:
@@ -143,6 +160,16 @@ class Meter:
         row.errors[category] = row.errors.get(category, 0) + 1
         pair = (exit_ip, category)
         row.exit_errors[pair] = row.exit_errors.get(pair, 0) + 1
+
+    def supplier(self, upstream_id: str, *, up: int = 0, down: int = 0, tunnels: int = 0,
+                 failed: int = 0) -> None:
+        """Bytes relayed through, tunnels opened by and failed attempts on an upstream supplier."""
+        row = self._row(SUPPLIER + upstream_id, "")
+        row.bytes_up += up
+        row.bytes_down += down
+        row.connections += tunnels
+        if failed:
+            row.errors[SUPPLIER_FAILED] = row.errors.get(SUPPLIER_FAILED, 0) + failed
 
     def open_flow(self, service_id: str, host: str, *, requests: int = 0, connections: int = 0) -> Flow:
         flow = Flow(service_id, host, requests, connections)

@@ -15,7 +15,8 @@ supplier exit is asked for wherever the connection lands while the first supplie
 
 Bytes: the customer's are metered by the tunnel's ``Flow`` as for local exits (quotas apply); each
 supplier's share (the cost side of the margin report) is counted by watching those flows after every
-harvest of the meter and written to ``upstream_usage`` per UTC hour by ``UpstreamSync``.
+harvest of the meter and added to the meter as the supplier's own rows (``Meter.supplier``), so it goes
+through the usage spool to ``upstream_usage`` with the customers' usage (gateway/usage_sink.py).
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from proxyplane.core.proxy_chain import Hop, HopFailed, Template, open_through, session_token
@@ -83,8 +82,7 @@ class UpstreamDirectory:
         self.down_until: dict[str, float] = {}
         self.sessions: dict[tuple[str, str], tuple[str, float]] = {}  # (service, sid) -> (upstream, until)
         self.watched: dict[Flow, tuple[str, int, int]] = {}  # open tunnels' flows -> (upstream, seen)
-        self.usage: dict[tuple[str, datetime], list[int]] = {}  # (upstream, hour) -> up, down, tunnels, fails
-        self.meter: Meter | None = None
+        self.meter: Meter | None = None  # where the suppliers' counts go (the Context's meter)
 
     def replace(self, entries: Iterable[UpstreamEntry]) -> None:
         pools: dict[str, list[UpstreamEntry]] = {}
@@ -144,7 +142,8 @@ class UpstreamDirectory:
 
     def succeeded(self, plan: Plan, entry: UpstreamEntry) -> None:
         self.down_until.pop(entry.upstream_id, None)
-        self._add(entry.upstream_id, 2, 1)
+        if self.meter is not None:
+            self.meter.supplier(entry.upstream_id, tunnels=1)
         if plan.sid is not None:
             key = (plan.service_id, plan.sid)
             pinned = self.sessions.get(key)
@@ -156,21 +155,14 @@ class UpstreamDirectory:
 
     def failed(self, entry: UpstreamEntry) -> None:
         self.down_until[entry.upstream_id] = self.clock() + DOWN_SECONDS
-        self._add(entry.upstream_id, 3, 1)
+        if self.meter is not None:
+            self.meter.supplier(entry.upstream_id, failed=1)
 
     # -- counting --
-    def _add(self, upstream_id: str, index: int, n: int) -> None:
-        hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-        counts = self.usage.get((upstream_id, hour))
-        if counts is None:
-            counts = self.usage[(upstream_id, hour)] = [0, 0, 0, 0]
-        counts[index] += n
-
     def count(self, upstream_id: str, up: int, down: int) -> None:
-        if up:
-            self._add(upstream_id, 0, up)
-        if down:
-            self._add(upstream_id, 1, down)
+        """Bytes relayed through a supplier outside a watched flow (a plain HTTP request's)."""
+        if self.meter is not None and (up or down):
+            self.meter.supplier(upstream_id, up=up, down=down)
 
     def watch(self, flow: Flow, upstream_id: str) -> None:
         self.watched[flow] = (upstream_id, 0, 0)
@@ -178,22 +170,14 @@ class UpstreamDirectory:
     def check_flows(self) -> None:
         """After each harvest: the watched tunnels' new bytes to their suppliers; closed ones dropped."""
         meter = self.meter
+        if meter is None:
+            return
         for flow, (upstream_id, up, down) in list(self.watched.items()):
             self.count(upstream_id, flow.up - up, flow.down - down)
-            if meter is not None and not meter.is_open(flow):
+            if not meter.is_open(flow):
                 del self.watched[flow]
             else:
                 self.watched[flow] = (upstream_id, flow.up, flow.down)
-
-    def take_usage(self) -> list[tuple[uuid.UUID, datetime, int, int, int, int]]:
-        usage, self.usage = self.usage, {}
-        return [(uuid.UUID(u), hour, *counts) for (u, hour), counts in usage.items()]  # type: ignore[misc]
-
-    def restore(self, deltas: list[tuple[uuid.UUID, datetime, int, int, int, int]]) -> None:
-        for u, hour, *counts in deltas:
-            mine = self.usage.setdefault((str(u), hour), [0, 0, 0, 0])
-            for i, n in enumerate(counts):
-                mine[i] += n
 
 
 class ChainConnector:

@@ -1,14 +1,11 @@
 """A node's upstream pools from the store (issue 36.4): every ``interval`` the active suppliers are read
-(a few rows; passwords decrypted here, held in memory only) into the context's ``UpstreamDirectory``,
-and the bytes, tunnels and failures counted per supplier since the last sync are added to
-``upstream_usage`` (per UTC hour; several nodes add to one row). A failed write keeps the counts for the
-next sync; counts still unwritten when a node dies are lost (the margin report's cost is then low by at
-most ``interval`` of one node's traffic: the customer's own metering goes through the usage spool)."""
+(a few rows; passwords decrypted here, held in memory only) into the context's ``UpstreamDirectory``.
+The bytes, tunnels and failures counted per supplier are not written here: they are the meter's rows
+(``Meter.supplier``) and go through the usage spool like the customers' usage (gateway/usage_sink.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from proxyplane.core.proxy_chain import TemplateError, parse_template
@@ -49,23 +46,10 @@ class UpstreamSync:
         return out
 
     async def sync(self) -> None:
-        deltas = self.directory.take_usage()
-        try:
-            async with self.db.unit_of_work(write=True) as uow:
-                await repo.add_usage(uow.session, deltas)
-                rows = await repo.active_rows(uow.session)
-                await uow.commit()
-        except BaseException:
-            self.directory.restore(deltas)
-            raise
+        async with self.db.unit_of_work(write=False) as uow:
+            rows = await repo.active_rows(uow.session)
         self.directory.replace(self.entries(rows))
 
     async def close(self) -> None:
         await periodic.cancel(self._task)
         self._task = None
-        self.directory.check_flows()
-        with contextlib.suppress(Exception):  # the last counts, best effort (the store may be gone)
-            deltas = self.directory.take_usage()
-            async with self.db.unit_of_work(write=True) as uow:
-                await repo.add_usage(uow.session, deltas)
-                await uow.commit()

@@ -6,6 +6,10 @@ PostgreSQL alike), so several nodes and several flushes within one minute sum up
 flush adds the same counts, summed per hour and per day, to ``usage_rollups`` and
 ``usage_error_rollups`` in the same transaction and by the same additive upsert, so every bucket always
 equals the sum of its minutes. One statement per table per BATCH rows.
+
+The upstream suppliers' rows of a batch (metering id ``"upstream:<id>"``, metering.supplier) are added
+to ``upstream_usage`` per UTC hour in the same transaction (storage/repos/upstreams.add_usage), so the
+margin report's cost is spooled and applied exactly once like the customers' usage.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.gateway_health import UsageExitError
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.repos import upstreams as upstream_repo
 from proxyplane.storage.repos import usage_batches
 from proxyplane.storage.rollups import rollup_values
 
-from .metering import UsageRow, UsageSink
+from .metering import SUPPLIER, SUPPLIER_FAILED, UsageRow, UsageSink, supplier_rows
 from .subusers import split_id
 
 BATCH = 400
@@ -167,7 +172,28 @@ async def add_usage(
     )
 
 
+def supplier_deltas(rows: list[UsageRow]) -> list[upstream_repo.UsageDelta]:
+    """upstream_usage deltas (upstream, UTC hour, up, down, tunnels, failures) of the suppliers' rows,
+    merged per key; a row whose id is not an upstream uuid is left out (none is ever written so)."""
+    out: dict[tuple[uuid.UUID, datetime], list[int]] = {}
+    for row in rows:
+        try:
+            upstream_id = uuid.UUID(row.service_id.removeprefix(SUPPLIER))
+        except ValueError:
+            continue
+        hour = row.minute.replace(minute=0, second=0, microsecond=0)
+        counts = out.setdefault((upstream_id, hour), [0, 0, 0, 0])
+        counts[0] += row.bytes_up
+        counts[1] += row.bytes_down
+        counts[2] += row.connections
+        counts[3] += row.errors.get(SUPPLIER_FAILED, 0)
+    return [(u, hour, up, down, t, f) for (u, hour), (up, down, t, f) in out.items()]
+
+
 async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow]) -> None:
+    rows, suppliers = supplier_rows(rows)
+    if suppliers:  # the upstream suppliers' counts (issue 36.4): the margin report's cost
+        await upstream_repo.add_usage(s, supplier_deltas(suppliers))
     minutes, errors = usage_values(rows)
     exit_errors = exit_error_values(rows)
     sub_minutes, sub_errors = subuser_values(rows)

@@ -70,6 +70,13 @@ async def active_rows(session: AsyncSession) -> list[Any]:
 
 
 async def add_usage(session: AsyncSession, deltas: Sequence[UsageDelta]) -> None:
+    """Add the deltas to their (upstream, hour) rows; those of an upstream no longer in the store (a
+    deleted row: its usage cascaded away with it) are dropped, so a spooled batch is never stuck on them."""
+    ids = {d[0] for d in deltas}
+    if ids:
+        known = set((await session.execute(select(Upstream.upstream_id).where(Upstream.upstream_id.in_(ids))))
+                    .scalars())
+        deltas = [d for d in deltas if d[0] in known]
     if not deltas:
         return
     conn = await session.connection()
