@@ -20,7 +20,8 @@ from .upstream_pools import ChainConnector, Plan
 if TYPE_CHECKING:
     from .context import Context
     from .metering import Flow
-    from .tunnels import Tunnel, TunnelEngine
+    from .tunnel_records import Tunnel
+    from .tunnels import TunnelEngine
 
 
 def socks_reply(rep: int) -> bytes:

@@ -30,7 +30,8 @@ from .routing import RoutingError
 from .upstream import literal_family
 
 if TYPE_CHECKING:
-    from .tunnels import Tunnel, TunnelEngine
+    from .tunnel_records import Tunnel
+    from .tunnels import TunnelEngine
 
 LEASE = 32  # budget slots lent to the engine per service at a time
 
@@ -161,7 +162,7 @@ class FastPath:
     def take_back(self, cid: int, entry_id: int, exit_ip: str) -> bool:
         """A tunnel the engine opened by an entry could not connect: it is Python's from here, as if
         Python had opened it (the engine gave its budget slot back: the tunnel holds none)."""
-        from .tunnels import Tunnel
+        from .tunnel_records import Tunnel
 
         known = self.records.get(entry_id)
         if known is None:

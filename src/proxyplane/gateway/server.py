@@ -94,8 +94,9 @@ class Gateway:
 
     def _adopt(self, kind: int, static: bool) -> asyncio.Protocol:
         """The Python protocol for a connection the tunnel engine hands over."""
-        from . import _tunnels  # type: ignore[attr-defined]
+        from .tunnels import _tunnels
 
+        assert _tunnels is not None
         if kind == _tunnels.KIND_SOCKS:
             return Socks5Connection(self.ctx, static)
         return HttpProxyConnection(self.ctx, static, False)

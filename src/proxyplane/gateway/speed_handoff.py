@@ -15,7 +15,8 @@ from .upstream import Connector
 
 if TYPE_CHECKING:
     from .context import Context
-    from .tunnels import Tunnel, TunnelEngine
+    from .tunnel_records import Tunnel
+    from .tunnels import TunnelEngine
 
 
 class DirectClient(ChainedClient):

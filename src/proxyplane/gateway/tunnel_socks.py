@@ -11,7 +11,7 @@ from .access import AuthError, authenticate
 from .admission import SocksRefusal, socks_admit
 from .protocol import socks5
 from .protocol.errors import ProtocolError
-from .tunnels import Tunnel, socks_reply
+from .tunnel_records import Tunnel, socks_reply
 
 if TYPE_CHECKING:
     from .tunnels import TunnelEngine

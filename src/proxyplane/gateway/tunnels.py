@@ -20,34 +20,28 @@ import asyncio
 import functools
 import itertools
 import logging
-import os
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .access import Grant
-from .admission import http_credentials, release_slot, slot_refusal, take_slot
-from .destinations import BlockedDestination
+from . import engine_module, tunnel_connect
+from .admission import release_slot
 from .fastpath import FastPath
-from .protocol import socks5
-from .protocol.errors import ProtocolError
-from .protocol.http_proxy import MAX_HEAD, ConnectRequest, HttpRequestParser
+from .protocol.http_proxy import MAX_HEAD, ConnectRequest
 from .protocol.http_response import CONNECT_ESTABLISHED, build_reply
-from .routing import RoutingError
-from .upstream import UpstreamError, literal_family, resolve, timeout_error, upstream_error
+from .tunnel_records import ListenerClosed, Tunnel, socks_reply
+from .upstream import UpstreamError
 
 if TYPE_CHECKING:
     from .context import Context
-    from .metering import Flow
 
-try:
-    from . import _tunnels  # type: ignore[attr-defined]
-except ImportError:  # not built (not Linux, or no compiler): the pure-Python path serves everything
-    _tunnels = None
+__all__ = ["Listener", "ListenerClosed", "Tunnel", "TunnelEngine", "available", "socks_reply"]
+
+# None when not built (not Linux, or no compiler) or stale (engine_module.py): the pure-Python path
+_tunnels = engine_module.load()
 
 log = logging.getLogger(__name__)
 
-_CACHE_SIZE = 4096
 # bytes read per relay recv (one shared buffer; only what a peer cannot take at once is queued per
 # tunnel): 256 KiB measured 15-20 % less CPU per MB than 64 KiB (bench/README.md), like uvloop's reads
 RELAY_READ = 256 * 1024
@@ -56,31 +50,6 @@ RELAY_READ = 256 * 1024
 def available() -> bool:
     """Whether the C tunnel engine was built for this platform."""
     return _tunnels is not None
-
-
-def socks_reply(rep: int) -> bytes:
-    return bytes((socks5.VERSION, rep, 0, socks5.ATYP_IPV4, 0, 0, 0, 0, 0, 0))
-
-
-class ListenerClosed(Exception):
-    """The listener a connection was accepted on is closed: the connection is closed too."""
-
-
-class Tunnel:
-    """What Python holds for one engine connection once it authenticated."""
-
-    __slots__ = ("grant", "static_ip", "socks", "slot", "flow", "host", "port", "exit_ip", "task")
-
-    def __init__(self, grant: Grant, static_ip: str | None, socks: bool) -> None:
-        self.grant = grant
-        self.static_ip = static_ip
-        self.socks = socks
-        self.slot: str | None = None  # the service whose connection slot this tunnel holds
-        self.flow: Flow | None = None
-        self.host = ""
-        self.port = 0
-        self.exit_ip = ""
-        self.task: asyncio.Task[None] | None = None  # resolving a DNS name
 
 
 class Listener:
@@ -131,14 +100,15 @@ class TunnelEngine:
         t = self.t = _tunnels
         self.fast: FastPath | None = None  # the decision cache (fastpath.py), from start()
         self.handlers: dict[int, Callable[..., None]] = {
-            t.HANDOFF: self.on_handoff, t.CONNECT: self.on_connect,
+            t.HANDOFF: self.on_handoff, t.CONNECT: functools.partial(tunnel_connect.on_connect, self),
             t.SOCKS_NOAUTH: functools.partial(socks.on_noauth, self),
             t.SOCKS_AUTH: functools.partial(socks.on_auth, self),
             t.SOCKS_REQUEST: functools.partial(socks.on_request, self),
-            t.CONNECT_FAILED: self.on_connect_failed, t.CLOSED: self.on_closed,
+            t.CONNECT_FAILED: functools.partial(tunnel_connect.on_connect_failed, self),
+            t.CLOSED: self.on_closed,
         }
-        if hasattr(t, "FAST_FAILED"):  # an engine built before the decision cache (fast.c) has none
-            self.handlers[t.FAST_FAILED] = self.on_fast_failed
+        if engine_module.has(t, "cache"):  # an engine built before the decision cache (fast.c) has none
+            self.handlers[t.FAST_FAILED] = functools.partial(tunnel_connect.on_fast_failed, self)
             self.handlers[t.FAST_SOCKS_REQUEST] = functools.partial(socks.on_fast_request, self)
         self.no_answer = frozenset({t.HANDOFF, t.CLOSED})  # events that leave no connection waiting
 
@@ -147,7 +117,7 @@ class TunnelEngine:
         loop.add_reader(self.engine.fileno(), self.on_ready)
         self.ctx.meter.add_source(self.pull_counts)
         if self.ctx.settings.tunnel_cache and hasattr(self.ctx.access, "on_change") and \
-                hasattr(self.engine, "fast_enable"):
+                engine_module.has(self.t, "cache"):
             self.fast = FastPath(self)
             self.engine.fast_enable(CONNECT_ESTABLISHED)
 
@@ -161,6 +131,8 @@ class TunnelEngine:
             if v6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
+            if self.ctx.settings.defer_accept > 0:  # both protocols' clients speak first
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, self.ctx.settings.defer_accept)
             sock.bind((host, port))
             sock.listen(backlog)
             sock.setblocking(False)
@@ -229,12 +201,6 @@ class TunnelEngine:
     def unused_slots(self) -> int:
         """Budget slots charged for the decision cache's tunnels that none holds now."""
         return self.fast.unused_slots() if self.fast is not None else 0
-
-    def on_fast_failed(self, cid: int, entry_id: int, exit_ip: str, err: int, timed_out: bool) -> None:
-        if self.fast is None or not self.fast.take_back(cid, entry_id, exit_ip):
-            self.reply_close(cid, b"")
-            return
-        self.on_connect_failed(cid, err, timed_out)
 
     def close(self) -> None:
         if self.loop is not None:
@@ -305,117 +271,15 @@ class TunnelEngine:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    # -- HTTP CONNECT --
+    # -- HTTP CONNECT and the upstream side (tunnel_connect.py) --
     def parse_connect(self, head: bytes) -> ConnectRequest:
-        req = self.connect_cache.get(head)
-        if req is None:
-            events = HttpRequestParser().feed(head + b"\r\n\r\n")
-            if len(events) != 1 or not isinstance(events[0], ConnectRequest):
-                raise ProtocolError("malformed CONNECT request")
-            req = events[0]
-            if len(self.connect_cache) >= _CACHE_SIZE:
-                self.connect_cache.clear()
-            self.connect_cache[head] = req
-        return req
+        return tunnel_connect.parse_connect(self, head)
 
-    def on_connect(self, cid: int, tag: int, head: bytes, client_ip: str, local_ip: str | None) -> None:
-        ctx = self.ctx
-        try:
-            req = self.parse_connect(head)
-        except ProtocolError as exc:
-            ctx.error(None, "", "protocol")
-            self.reply_close(cid, build_reply(exc.status, str(exc)))
-            return
-        host = req.host
-        static_ip = self.static_ip(tag, local_ip)
-        grant = http_credentials(ctx, static_ip, client_ip, req.auth, host)
-        if isinstance(grant, bytes):  # the refusal
-            self.reply_close(cid, grant)
-            return
-        service = grant.service
-        sid = service.service_id
-        refused = take_slot(ctx, service)
-        if refused is not None:
-            ctx.error(sid, host, refused)
-            self.reply_close(cid, slot_refusal(ctx, refused, sid))
-            return
-        rec = self.conns[cid] = Tunnel(grant, static_ip, False)
-        rec.slot, rec.host, rec.port = sid, host, req.port
-        # the CONNECT counts as a request once the tunnel opens (see upstream_failed)
-        rec.flow = ctx.meter.open_flow(sid, host, requests=1, connections=1)
-        if service.upstream_pool is not None:  # through a supplier: relayed in Python (chain_handoff.py)
-            from .chain_handoff import hand_over
-
-            hand_over(self, cid, rec, CONNECT_ESTABLISHED)
-            return
-        try:
-            exit_ip = ctx.router.choose(grant, static_ip, literal_family(host))
-        except RoutingError as exc:
-            rec.flow.requests = 0
-            ctx.error(sid, host, exc.reason)
-            self.reply_close(cid, build_reply(exc.status, str(exc)))
-            return
-        rec.exit_ip = exit_ip
-        if service.speed_bps or (service.parent is not None and service.parent.speed_bps):
-            from .speed_handoff import hand_over as relay_in_python  # its bucket (issue 32.6)
-
-            relay_in_python(self, cid, rec, CONNECT_ESTABLISHED)
-            return
-        self.open(cid, rec, CONNECT_ESTABLISHED)
-
-    # -- upstream --
     def open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
-        host, port = rec.host, rec.port
-        if rec.flow is not None:
-            rec.flow.cut = functools.partial(self.cut, cid)
-        if literal_family(host) is None:
-            rec.task = self._spawn(self.resolve_and_open(cid, rec, ok_reply))
-            return
-        if not self.ctx.destinations.permits(host, port):  # the engine dials this literal (inet_pton)
-            self.upstream_failed(cid, rec, upstream_error(BlockedDestination(host), host, port))
-            return
-        if self.fast is not None:  # the next connection with these bytes: the engine opens it alone
-            self.fast.fill_open(cid, rec)
-        self.engine.connect(cid, host, port, rec.exit_ip, ok_reply)
-
-    async def resolve_and_open(self, cid: int, rec: Tunnel, ok_reply: bytes | None) -> None:
-        host, port = rec.host, rec.port
-        assert self.loop is not None
-        try:
-            async with asyncio.timeout(self.ctx.settings.connect_timeout):
-                address = await resolve(self.loop, rec.exit_ip, host, port, self.ctx.destinations)
-        except TimeoutError:
-            self.upstream_failed(cid, rec, timeout_error(host, port))
-            self.drain()
-            return
-        except OSError as exc:
-            self.upstream_failed(cid, rec, upstream_error(exc, host, port))
-            self.drain()
-            return
-        if cid in self.conns:
-            rec.task = None
-            self.engine.connect(cid, address, port, rec.exit_ip, ok_reply)
-            self.drain()  # a connect that failed at once queued its event
-
-    def on_connect_failed(self, cid: int, err: int, timed_out: bool) -> None:
-        rec = self.conns.get(cid)
-        if rec is None:
-            return
-        if timed_out:
-            error = timeout_error(rec.host, rec.port)
-        else:
-            error = upstream_error(OSError(err, os.strerror(err)), rec.host, rec.port)
-        self.upstream_failed(cid, rec, error)
+        tunnel_connect.open_upstream(self, cid, rec, ok_reply)
 
     def upstream_failed(self, cid: int, rec: Tunnel, error: UpstreamError) -> None:
-        sid = rec.grant.service.service_id  # rec.slot: None for a tunnel the decision cache opened
-        self.ctx.error(sid, rec.host, error.reason, rec.exit_ip)
-        if rec.socks:
-            self.reply_close(cid, socks_reply(error.rep))
-            return
-        if rec.flow is not None:
-            rec.flow.requests = 0  # a CONNECT that never opened counts its connection, not a request
-        self.reply_close(cid, build_reply(error.status, str(error)))
+        tunnel_connect.upstream_failed(self, cid, rec, error)
 
     def on_closed(self, cid: int, up: int, down: int, why: int, kind: int, auth_id: int = 0) -> None:
         rec = self.conns.pop(cid, None)
