@@ -104,8 +104,11 @@ http {{ access_log off; sendfile on; tcp_nodelay on; keepalive_timeout 120s;
     return proc
 
 
-def peers(tmp: str, python: str) -> dict[str, tuple[list[str], str, int, list[str]]]:
-    """name -> (command, listen host, port, modes)."""
+def peers(tmp: str, python: str, variants: list[str] | None = None
+          ) -> dict[str, tuple[list[str], str, int, list[str]]]:
+    """name -> (command, listen host, port, modes). ``variants``: NAME=ARGS, our gateway again with ARGS
+    (its speed seams off or on: --no-tunnel-cache, --defer-accept 0, --quota-mb N), measured in the same
+    rounds (A/B in one run)."""
     conf = os.path.join(tmp, "tinyproxy.conf")
     with open(conf, "w") as f:
         f.write(f"User nobody\nGroup nogroup\nPort 28889\nListen 127.0.0.3\nBind {EXIT_IP}\nTimeout 60\n"
@@ -113,12 +116,18 @@ def peers(tmp: str, python: str) -> dict[str, tuple[list[str], str, int, list[st
                 f"ConnectPort 18180\nPidFile \"{tmp}/tinyproxy.pid\"\n")
     ours = [python, "-m", "proxyplane.gateway.standalone", "--listen", "127.0.0.7", "--http-port", "9180",
             "--socks-port", "1181", "--login", USER, "--password", PASS, "--exit-ip", EXIT_IP]
-    return {
+    table = {
         "tinyproxy": (["tinyproxy", "-d", "-c", conf], "127.0.0.3", 28889, ["connect"]),
         "microsocks": (["microsocks", "-i", "127.0.0.6", "-p", "21181", "-u", USER, "-P", PASS,
                         "-b", EXIT_IP], "127.0.0.6", 21181, ["socks5"]),
         "ours": (ours, "127.0.0.7", 9180, ["connect", "socks5"]),
     }
+    for i, spec in enumerate(variants or ()):
+        name, _, extra = spec.partition("=")
+        host = f"127.0.0.{20 + i}"
+        cmd = [*ours[:4], host, *ours[5:], *extra.split()]
+        table[name] = (cmd, host, 9180, ["connect", "socks5"])
+    return table
 
 
 def run_connload(exe: str, mode: str, host: str, port: int, duration: float) -> dict[str, Any]:
@@ -144,6 +153,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--only", default="", help="comma list of peers (tinyproxy, microsocks, ours)")
     ap.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"))
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="our gateway again with ARGS (repeatable), in the same rounds; --only names it too")
     ap.add_argument("--perf", default="", help="after the rounds: perf record -g of each peer's proxy during "
                     "one more run per mode, to PREFIX-<peer>-<mode>.data (perf must be installed)")
     args = ap.parse_args()
@@ -152,7 +163,7 @@ def main() -> None:
     exe = os.path.join(tmp, "connload")
     subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HARNESS, "connload.c")], check=True)
     origin = start_origin(tmp)
-    table = peers(tmp, args.python)
+    table = peers(tmp, args.python, args.variant)
     names = [n for n in table if not args.only or n in args.only.split(",")]
     procs: dict[str, Proc] = {}
     results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
@@ -169,7 +180,7 @@ def main() -> None:
             for name, proc in procs.items():
                 _, host, port, modes = table[name]
                 for mode in modes:
-                    p = port if mode == "connect" or name != "ours" else 1181
+                    p = port if mode == "connect" or table[name][2] != 9180 else 1181
                     rate, us, sys_us, res = measure(
                         proc, lambda m=mode, h=host, p=p: run_connload(exe, m, h, p, args.duration))
                     errors = {k: v for k, v in res.get("errors", {}).items() if v}
@@ -180,7 +191,7 @@ def main() -> None:
         for name, proc in procs.items() if args.perf else ():
             _, host, port, modes = table[name]
             for mode in modes:
-                p = port if mode == "connect" or name != "ours" else 1181
+                p = port if mode == "connect" or table[name][2] != 9180 else 1181
                 out = f"{args.perf}-{name}-{mode}.data"
                 rec = subprocess.Popen(["perf", "record", "-q", "-F", "4999", "-g", "-p", str(proc.p.pid),
                                         "-o", out, "--", "sleep", str(args.duration)])

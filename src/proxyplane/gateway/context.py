@@ -42,6 +42,9 @@ class Settings:
     allow_destinations: tuple[tuple[str, int], ...] = ()  # single address:port let through (demo origin)
     tunnel_engine: bool = True  # plain HTTP and SOCKS5 listeners served by the C engine when it is built
     tunnel_cache: bool = True  # the engine repeats cacheable decisions alone (fastpath.py)
+    # the engine's listeners accept a connection once its first bytes arrived (TCP_DEFER_ACCEPT, seconds;
+    # 0: off): one wake-up per connection instead of two (docs/decisions/connection-setup.md)
+    defer_accept: int = 1
     fd_reserve: int = 0  # descriptors kept back from RLIMIT_NOFILE (0: max(64, limit / 20)); capacity.py
     service_fd_share: float = 0.5  # the fraction of the descriptor budget one service may hold
 

@@ -26,6 +26,7 @@ from .access import AccessTable, ServiceEntry
 from .context import Settings
 from .limits import ConnectionLimiter, WorkerLimiter
 from .metering import UsageRow
+from .quotas import QuotaEntry
 from .routing import Router
 from .server import Gateway, GatewayConfig, install_uvloop
 from .subnets import SubnetExits
@@ -61,6 +62,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=0,
                    help="worker processes on the same ports under a supervisor (default 0: one process)")
     p.add_argument("--status-file", type=Path, help="with --workers: the supervisor's JSON status file")
+    p.add_argument("--quota-mb", type=int, default=0, help="a traffic quota of this many MB (0: none)")
+    p.add_argument("--no-tunnel-cache", action="store_true", help="the engine asks Python for every decision")
+    p.add_argument("--defer-accept", type=int, default=Settings.defer_accept,
+                   help="TCP_DEFER_ACCEPT seconds on the engine's listeners (0: off)")
     p.add_argument("--drain-seconds", type=float, default=0.0,
                    help="on SIGTERM: stop accepting, let open connections finish this long (default 0)")
     args = p.parse_args(argv)
@@ -93,7 +98,8 @@ def build_entry(args: argparse.Namespace) -> ServiceEntry:
         pin = str(ipaddress.IPv6Network(pairs[0][0])[1]) if args.mode == "pinned" else None
     return ServiceEntry("standalone", "rotating", args.login, args.password, exit_ips=exits,
                         whitelist=frozenset(args.whitelist), session_mode=args.mode, pin=pin,
-                        max_connections=args.max_connections, udp_allowed=args.udp)
+                        max_connections=args.max_connections, udp_allowed=args.udp,
+                        quota=QuotaEntry("standalone", args.quota_mb << 20, None) if args.quota_mb else None)
 
 
 async def _print_usage(rows: list[UsageRow]) -> None:
@@ -101,6 +107,12 @@ async def _print_usage(rows: list[UsageRow]) -> None:
         print(f"usage {row.minute:%H:%M} {row.service_id} {row.host} req={row.requests} "
               f"conn={row.connections} "
               f"up={row.bytes_up} down={row.bytes_down} errors={row.errors}", file=sys.stderr)
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    # a loopback-only bench/dev tool: its destinations are on loopback too
+    return Settings(allow_loopback=True, tunnel_cache=not args.no_tunnel_cache,
+                    defer_accept=args.defer_accept)
 
 
 async def serve(args: argparse.Namespace, shared: HostShared | None = None, worker: int = 0) -> None:
@@ -115,8 +127,7 @@ async def serve(args: argparse.Namespace, shared: HostShared | None = None, work
     limiter: ConnectionLimiter | None = None
     if shared is not None:
         router, limiter = shared.router(), shared.limiter(worker)
-    # a loopback-only bench/dev tool: its destinations are on loopback too
-    gateway = Gateway(AccessTable([build_entry(args)]), config, settings=Settings(allow_loopback=True),
+    gateway = Gateway(AccessTable([build_entry(args)]), config, settings=settings(args),
                       router=router, limiter=limiter, sink=_print_usage if args.usage_log else None)
     await gateway.start()
     if shared is not None:
