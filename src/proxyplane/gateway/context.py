@@ -76,6 +76,7 @@ class Context:
         self.meter.add_check(self.cut_refused)
         # the bytes of tunnels through an upstream supplier, counted for it after every harvest
         self.upstreams.meter = self.meter
+        self.upstreams.router = self.router  # sessions on suppliers are the router's (shared like others)
         self.meter.add_check(self.upstreams.check_flows)
 
     def cut_refused(self) -> None:

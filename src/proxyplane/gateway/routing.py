@@ -293,6 +293,22 @@ class Router:
         sessions[sid] = StickySession(entry.service_id, sid, ip, now, now + ttl)
         return ip
 
+    # -- sessions on upstream suppliers (issue 36.4): the value is a supplier's mark, not an exit IP --
+    def held(self, service_id: str, sid: str) -> str | None:
+        """What the live session (service, sid) holds (an exit IP or a supplier's mark); None: none."""
+        session = self._sessions.get(service_id, {}).get(sid)
+        return session.exit_ip if session is not None and session.expires > self._clock() else None
+
+    def hold(self, service_id: str, sid: str, value: str, ttl: float) -> None:
+        """The session (service, sid) holds ``value`` from now: a live one keeps its window (a session
+        moved to another supplier does not live longer), else a new one of ``ttl`` seconds."""
+        now = self._clock()
+        sessions = self._sessions.setdefault(service_id, {})
+        current = sessions.get(sid)
+        started, expires = (current.started, current.expires) if current is not None and \
+            current.expires > now else (now, now + ttl)
+        sessions[sid] = StickySession(service_id, sid, value, started, expires)
+
     # -- control-plane API --
     def list_sessions(self, service_id: str) -> list[StickySession]:
         """Live sticky sessions of a service (expired ones are dropped)."""

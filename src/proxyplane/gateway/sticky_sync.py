@@ -109,11 +109,7 @@ class SharedRouter(Router):
         the shared table before it is used (check and choice under the table's lock)."""
         now = self._clock()
         sessions = self._sessions.setdefault(entry.service_id, {})
-        key = self._keys.get((entry.service_id, sid))
-        if key is None:
-            if len(self._keys) > 100_000:
-                self._keys.clear()
-            key = self._keys[(entry.service_id, sid)] = sticky_key(entry.service_id, sid)
+        key = self._key(entry.service_id, sid)
         found = shared.peek(key, now)  # a live session, read without the lock
         if found is not None and found[0] in pool:
             mine = sessions.get(sid)
@@ -136,6 +132,41 @@ class SharedRouter(Router):
         sessions[sid] = StickySession(entry.service_id, sid, ip, now, now + ttl)
         self.dirty.add((entry.service_id, sid))
         return ip
+
+    def _key(self, service_id: str, sid: str) -> bytes:
+        key = self._keys.get((service_id, sid))
+        if key is None:
+            if len(self._keys) > 100_000:
+                self._keys.clear()
+            key = self._keys[(service_id, sid)] = sticky_key(service_id, sid)
+        return key
+
+    def held(self, service_id: str, sid: str) -> str | None:
+        shared = self.shared
+        if shared is None:
+            return super().held(service_id, sid)
+        key, now = self._key(service_id, sid), self._clock()
+        found = shared.peek(key, now)
+        if found is None:
+            with shared.lock:
+                found = shared.get(key, now)
+        return None if found is None else found[0]
+
+    def hold(self, service_id: str, sid: str, value: str, ttl: float) -> None:
+        """As Router.hold; between workers under the host table's lock (a live session there keeps its
+        window), and marked for the store."""
+        shared = self.shared
+        if shared is None:
+            super().hold(service_id, sid, value, ttl)
+        else:
+            key, now = self._key(service_id, sid), self._clock()
+            with shared.lock:
+                found = shared.get(key, now)
+                started, expires = (found[1], found[2]) if found is not None else (now, now + ttl)
+                shared.put(key, value, started, expires, now)
+            self._sessions.setdefault(service_id, {})[sid] = StickySession(service_id, sid, value, started,
+                                                                            expires)
+        self.dirty.add((service_id, sid))
 
     def _share(self, session: StickySession) -> None:
         if self.shared is not None:

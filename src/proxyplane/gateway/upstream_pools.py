@@ -9,9 +9,12 @@ check may be stale). ``ChainConnector`` tries them in turn (the next one when on
 and has the ``Connector`` interface, so the protocol classes use either alike. A strict session (issue
 36.3) never moves: its supplier failing answers 502 ``sticky_gone``.
 
-Sessions are kept per worker process; the session id sent to the supplier is derived from the service
-and the customer's session id (``session_token``), and the order is the same on every node, so the same
-supplier exit is asked for wherever the connection lands while the first supplier is up.
+Sessions are the router's sticky sessions (the supplier's mark ``"upstream:<id hex>"`` in place of an
+exit IP), so the host's workers share them in memory and the nodes through the store (sticky_sync.py)
+like local ones: a session moved to the next supplier (its own failed) moves for every worker and node,
+and one started elsewhere is asked of the same supplier here. The session id sent to the supplier is
+derived from the service and the customer's session id (``session_token``), the same everywhere, so the
+same supplier gives the same exit wherever the connection lands.
 
 Bytes: the customer's are metered by the tunnel's ``Flow`` as for local exits (quotas apply); each
 supplier's share (the cost side of the margin report) is counted by watching those flows after every
@@ -24,11 +27,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from proxyplane.core.proxy_chain import Hop, HopFailed, Template, open_through, session_token
+from proxyplane.storage.models.gateway import SUPPLIER_MARK
 
 from .access import Grant
 from .destinations import BlockedDestination
@@ -38,6 +43,7 @@ from .upstream import UpstreamError, literal_family, upstream_error
 if TYPE_CHECKING:
     from .context import Context
     from .metering import Flow, Meter
+    from .routing import Router
 
 DOWN_SECONDS = 30.0  # a supplier that failed here is tried last for this long
 NO_POOL = "no upstream supplier in this service's pool"
@@ -80,7 +86,8 @@ class UpstreamDirectory:
         self.clock = clock
         self.pools: dict[str, tuple[UpstreamEntry, ...]] = {}
         self.down_until: dict[str, float] = {}
-        self.sessions: dict[tuple[str, str], tuple[str, float]] = {}  # (service, sid) -> (upstream, until)
+        self.router: Router | None = None  # where sessions are held (the Context's router)
+        self.marks: dict[str, str] = {}  # upstream id -> its mark in a session ("upstream:<hex>")
         self.watched: dict[Flow, tuple[str, int, int]] = {}  # open tunnels' flows -> (upstream, seen)
         self.meter: Meter | None = None  # where the suppliers' counts go (the Context's meter)
 
@@ -89,6 +96,8 @@ class UpstreamDirectory:
         for e in sorted(entries, key=lambda e: (e.pool, e.position)):
             pools.setdefault(e.pool, []).append(e)
         self.pools = {name: tuple(members) for name, members in pools.items()}
+        self.marks = {e.upstream_id: SUPPLIER_MARK + uuid.UUID(e.upstream_id).hex
+                      for members in pools.values() for e in members}
 
     # -- choosing --
     def plan(self, grant: Grant, host: str, port: int, destinations: Any) -> Plan:
@@ -111,14 +120,14 @@ class UpstreamDirectory:
         now = self.clock()
         ordered = sorted(members, key=lambda e: (self.down_until.get(e.upstream_id, 0.0) > now,
                                                  e.health == "down", e.position))
-        if sid is not None:
-            pinned = self.sessions.get((entry.service_id, sid))
-            if pinned is not None and pinned[1] > now:
-                first = next((e for e in members if e.upstream_id == pinned[0]), None)
-                if first is None and strict:
-                    raise RoutingError(STRICT_GONE, STICKY_GONE)
-                if first is not None:
-                    ordered = [first] if strict else [first, *(e for e in ordered if e is not first)]
+        router = self.router
+        held = router.held(entry.service_id, sid) if sid is not None and router is not None else None
+        if held is not None and held.startswith(SUPPLIER_MARK):
+            first = next((e for e in members if self.marks.get(e.upstream_id) == held), None)
+            if first is None and strict:
+                raise RoutingError(STRICT_GONE, STICKY_GONE)
+            if first is not None:
+                ordered = [first] if strict else [first, *(e for e in ordered if e is not first)]
         country = options.country if options is not None else None
         allowed = entry.subuser.countries if entry.subuser is not None else None
         if allowed is not None:  # a sub-user limited to some countries: the supplier is asked for one of them
@@ -144,14 +153,11 @@ class UpstreamDirectory:
         self.down_until.pop(entry.upstream_id, None)
         if self.meter is not None:
             self.meter.supplier(entry.upstream_id, tunnels=1)
-        if plan.sid is not None:
-            key = (plan.service_id, plan.sid)
-            pinned = self.sessions.get(key)
-            now = self.clock()
-            if pinned is None or pinned[0] != entry.upstream_id or pinned[1] <= now:
-                self.sessions[key] = (entry.upstream_id, now + plan.ttl)  # the TTL runs from the pick
-            if len(self.sessions) > 100_000:
-                self.sessions = {k: v for k, v in self.sessions.items() if v[1] > now}
+        router = self.router
+        if plan.sid is not None and router is not None:
+            mark = self.marks.get(entry.upstream_id) or SUPPLIER_MARK + uuid.UUID(entry.upstream_id).hex
+            if router.held(plan.service_id, plan.sid) != mark:  # new (the TTL runs from the pick) or moved
+                router.hold(plan.service_id, plan.sid, mark, plan.ttl)
 
     def failed(self, entry: UpstreamEntry) -> None:
         self.down_until[entry.upstream_id] = self.clock() + DOWN_SECONDS

@@ -41,9 +41,11 @@ async def wait_listening(port: int, timeout: float = 10.0) -> None:
 
 
 @contextlib.asynccontextmanager
-async def pproxy(scheme: str, user: str = "sup", password: str = "sup-pw") -> AsyncIterator[int]:
-    """A pproxy process serving ``scheme`` ("http" or "socks5") on 127.0.0.1; yields its port."""
-    port = free_tcp_port()
+async def pproxy(scheme: str, user: str = "sup", password: str = "sup-pw", port: int | None = None
+                 ) -> AsyncIterator[int]:
+    """A pproxy process serving ``scheme`` ("http" or "socks5") on 127.0.0.1 (``port``, or a free one);
+    yields its port."""
+    port = port or free_tcp_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", _RUN, "-l", f"{scheme}://127.0.0.1:{port}#{user}:{password}"],
         stdout=subprocess.DEVNULL,

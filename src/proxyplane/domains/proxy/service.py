@@ -25,7 +25,7 @@ from proxyplane.domains.addons import service as addons
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import subnets
 from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
-from proxyplane.storage.models.gateway import PURGE_SID, ProxySettings, StickySession
+from proxyplane.storage.models.gateway import PURGE_SID, SUPPLIER_MARK, ProxySettings, StickySession
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 from proxyplane.storage.repos import ip_geo
@@ -281,6 +281,7 @@ async def live_sessions(
         sid != PURGE_SID,
         StickySession.ended.is_(False),
         StickySession.expires_at > now,
+        ~StickySession.exit_ip.startswith(SUPPLIER_MARK),  # on an upstream supplier: no exit IP to show
     )
     if not every:
         query = query.where(
@@ -294,7 +295,8 @@ async def live_session(
     session: AsyncSession, svc: Service, sid: str, subuser_pk: int | None = None
 ) -> StickySession:
     row = await session.get(StickySession, (svc.service_id, stored_sid(sid, subuser_pk)))
-    if row is None or row.ended or row.sid == PURGE_SID or row.expires_at <= utcnow():
+    if row is None or row.ended or row.sid == PURGE_SID or row.expires_at <= utcnow() or \
+            row.exit_ip.startswith(SUPPLIER_MARK):
         whose = "" if subuser_pk is None else " of this sub-user"
         raise NotFound(f"no live sticky session {sid!r}{whose} on service {svc.service_id}")
     return row

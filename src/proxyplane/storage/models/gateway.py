@@ -25,6 +25,9 @@ from proxyplane.storage.types import UTCDateTime
 
 SESSION_MODES: tuple[str, ...] = ("rotating", "sticky", "pinned")
 PURGE_SID = "*"
+# a sticky session on an upstream supplier (issue 36.4) holds "upstream:<upstream id, 32 hex>" as its
+# exit_ip: the gateway's nodes and workers share it like any sticky session; the sticky API leaves it out
+SUPPLIER_MARK = "upstream:"
 
 
 class UsageMinute(Base):
