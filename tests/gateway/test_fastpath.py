@@ -42,6 +42,8 @@ def services() -> list[ServiceEntry]:
         ServiceEntry("quota1", "rotating", "quo", "pw", exit_ips=EXITS,
                      quota=QuotaEntry("quota1", limit_bytes=1 << 30, limit_requests=None)),
         ServiceEntry("cli1", "rotating", "cli", "pw", exit_ips=EXITS, max_client_ips=1),
+        ServiceEntry("qsmall", "rotating", "qs", "pw", exit_ips=EXITS,
+                     quota=QuotaEntry("qsmall", limit_bytes=50_000, limit_requests=None)),
     ]
 
 
@@ -192,10 +194,9 @@ async def test_exits_of_cached_tunnels_are_the_pool_and_pins(origin) -> None:
     assert set(seen[24:]) == {"127.0.1.4"}
 
 
-async def test_limited_quota_and_client_limited_services_are_never_cached(origin) -> None:
+async def test_limited_and_client_limited_services_are_never_cached(origin) -> None:
     async def scenario(run: Run, port: int) -> list[bytes]:
         out = await repeat(run, [connect_msg(f"127.0.0.1:{port}", "lim")], run.http)
-        out += await repeat(run, socks_msgs("127.0.0.1", port, "quo"), run.socks)
         out += await repeat(run, [connect_msg(f"127.0.0.1:{port}", "cli")], run.http, 2)
         out += await repeat(run, [connect_msg(f"127.0.0.1:{port}", "cli")], run.http, 1, "127.0.4.3")
         assert out[-1].startswith(b"HTTP/1.1 429")  # a second client address: refused (client_ips.py)
@@ -204,6 +205,40 @@ async def test_limited_quota_and_client_limited_services_are_never_cached(origin
         return [norm(o) for o in out]
 
     assert await both(scenario, origin.port)
+
+
+async def test_quota_service_is_cached_metered_and_cut_when_used_up(origin) -> None:
+    """A service with a quota: its cached tunnels count for the quota; the one open when it is used up
+    is ended (quota_exhausted) and the next connections are refused, as on Python's path."""
+
+    async def scenario(run: Run, port: int) -> list[bytes]:
+        target = f"127.0.0.1:{port}"
+        out = await repeat(run, [connect_msg(target, "qs")], run.http)
+        out += await repeat(run, socks_msgs("127.0.0.1", port, "qs"), run.socks)
+        tunnels = run.gateway.tunnels
+        cached = run.gateway.ctx.settings.tunnel_cache and tunnels is not None and tunnels.fast is not None \
+            and tunnels.fast.quota_ok  # not on an engine built before fast_cut (engine_module.py)
+        if cached:
+            assert tunnels is not None and tunnels.stats()["entries"] >= 2
+        reader, writer = await open_to(run.http)  # the cache opens it; 60 KB through it: over the quota
+        writer.write(connect_msg(target, "qs"))
+        held = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3)
+        writer.write(b"GET /big=60000 HTTP/1.1\r\nHost: o\r\n\r\n")
+        held += await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3)
+        held += await asyncio.wait_for(reader.readexactly(60000), 3)
+        if cached:  # the held tunnel is the engine's alone
+            assert tunnels is not None and tunnels.stats()["fast"] == 1
+        run.gateway.meter.harvest()
+        held += await asyncio.wait_for(reader.read(), 3)  # ended: b""
+        writer.close()
+        out.append(held)
+        out.append(await exchange(run.http, [connect_msg(target, "qs")]))
+        out.append(await exchange(run.socks, socks_msgs("127.0.0.1", port, "qs")))
+        return [norm(o) for o in out]
+
+    on = await both(scenario, origin.port)
+    assert on[-3].endswith(b"x" * 60000) and on[-2].startswith(b"HTTP/1.1 402")
+    assert on[-1] == b"\x05\x02\x01\x01"
 
 
 async def test_suspended_service_is_refused_after_being_cached(origin) -> None:

@@ -5,9 +5,9 @@ on nothing but the handshake bytes, the listener, the local and client addresses
 the engine keeps it under the exact key of that event. The next connection with the same key is opened by
 the engine alone (no Python event until it ends); what it relays is handed to the meter at every harvest.
 Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a connection limit, a
-quota, a client-address limit or an upstream pool, an exit chosen statelessly (static, pinned, or
-rotating without a session: ``Router.fixed_pool``), an IP-literal destination the destination policy
-permits on a port that is not the platform's own.
+client-address limit or an upstream pool (one with a quota too: below), an exit chosen statelessly
+(static, pinned, or rotating without a session: ``Router.fixed_pool``), an IP-literal destination the
+destination policy permits on a port that is not the platform's own.
 
 Every decision stays Python's: entries are forgotten when the access table, the destination policy or the
 router's local prefixes change, when a listener closes, and when the auth throttle counts a failure from
@@ -16,6 +16,12 @@ The engine opens a fast tunnel only with a descriptor-budget slot Python charged
 and lent it; slots are lent only while the node uses under half its budget and the service under half its
 share, and taken back when unused. The limiter's count of the (unlimited) service follows the engine's
 open fast tunnels at every sweep.
+
+A service with a quota (issue 32) is cached too: its fast tunnels' requests and bytes reach the quota's
+counters at every harvest, as its Python tunnels' do, and right after it (a meter check, as
+``subusers.cut_refused`` for Python's tunnels) a service whose quota is used up loses its entries and its
+open fast tunnels (``fast_cut``: each metered ``quota_exhausted``); its next connection is Python's,
+refused with 402 / the failed-auth reply.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import engine_module
 from .access import Grant
 from .capacity import PER_CONNECTION
+from .quotas import QUOTA_EXHAUSTED, refused
 from .routing import RoutingError
 from .upstream import literal_family
 
@@ -60,6 +68,8 @@ class FastPath:
         self.counted: dict[int, int] = {}  # svc -> open fast tunnels the limiter counts
         self.ids = itertools.count(1)
         self.on = True
+        self.quota_ok = engine_module.has(tunnels.t, "cache_cut")  # quota services cached (fast_cut)
+        self.quota_svcs: set[int] = set()  # cached services with a quota: checked after every harvest
         ctx = self.ctx
         ctx.access.on_change(self.forget)  # type: ignore[attr-defined]  # AccessTable (tunnels.py checks)
         ctx.destinations.on_change(self.forget)
@@ -67,6 +77,7 @@ class FastPath:
         self.throttle = ctx.auth_throttle
         self.throttle.on_failure(self.forget_client)
         ctx.meter.add_source(self.harvest)
+        ctx.meter.add_check(self.cut_over_quota)
 
     def _same_throttle(self) -> None:
         """The context's auth throttle was replaced (tests do): forget everything, listen to the new one."""
@@ -80,8 +91,14 @@ class FastPath:
         self._same_throttle()
         entry = grant.service
         return (self.on and entry.parent is None and entry.subuser is None and entry.max_connections == 0
-                and entry.quota is None and entry.active and entry.upstream_pool is None
+                and (entry.quota is None or self.quota_ok) and entry.active and entry.upstream_pool is None
                 and not entry.max_client_ips)
+
+    def _svc_of(self, grant: Grant) -> int:
+        svc = self._svc(grant.service.service_id)
+        if grant.service.quota is not None:
+            self.quota_svcs.add(svc)
+        return svc
 
     def _svc(self, service_id: str) -> int:
         svc = self.svc_ids.get(service_id)
@@ -123,7 +140,7 @@ class FastPath:
         if not exits or rec.exit_ip not in exits:
             return
         sid = grant.service.service_id
-        svc = self._svc(sid)
+        svc = self._svc_of(grant)
         if not self._lend(svc, sid):
             return
         entry_id = next(self.ids)
@@ -135,7 +152,7 @@ class FastPath:
         if not self._eligible(grant):
             return
         entry_id = next(self.ids)
-        svc = self._svc(grant.service.service_id)
+        svc = self._svc_of(grant)
         if self.engine.fast_put(cid, self.tunnels.t.FAST_AUTH, entry_id, svc, True, "", 0, ()):
             self.records[entry_id] = Record(grant, static_ip, True)
 
@@ -190,6 +207,25 @@ class FastPath:
                            bytes_up=up, bytes_down=down)
         for entry_id in freed:
             self.records.pop(entry_id, None)
+
+    def cut_over_quota(self) -> None:
+        """After every harvest: a cached service over its quota loses its entries and fast tunnels."""
+        if not self.quota_svcs:
+            return
+        access, counts, meter = self.ctx.access, self.ctx.meter.sub_counts, self.ctx.meter
+        for svc in list(self.quota_svcs):
+            sid = self.svc_names[svc]
+            entry = access.get(sid)
+            if entry is None or entry.quota is None:  # deleted / no quota now: its tunnels end by themselves
+                self.quota_svcs.discard(svc)  # (an access-table write forgot its entries)
+                continue
+            if not refused(entry, counts):
+                continue
+            self.quota_svcs.discard(svc)  # cached again (and checked) when Python admits it again
+            for entry_id in self.engine.fast_cut(svc):
+                rec = self.records.get(entry_id)
+                if rec is not None:
+                    meter.record(sid, rec.host, error=QUOTA_EXHAUSTED)
 
     def sweep(self) -> None:
         """Every second: the limiter follows the open fast tunnels; unused slots go back to the budget

@@ -82,6 +82,17 @@ void tn_fast_free(fentry_t *f) {
     free(f);
 }
 
+/* Forget the live entries of service svc (its tunnels and credentials go back to Python's decisions). */
+void tn_fast_forget_svc(Engine *e, uint32_t svc) {
+    for (uint32_t b = 0; e->fb && b < F_BUCKETS; b++) {
+        for (fentry_t *f = e->fb[b]; f;) {
+            fentry_t *next = f->hnext;
+            if (f->svc == svc) f_unlink(e, f);
+            f = next;
+        }
+    }
+}
+
 static void f_forget_all(Engine *e) {
     if (!e->fb) return;
     for (uint32_t b = 0; b < F_BUCKETS; b++) {

@@ -85,3 +85,26 @@ fail:
     Py_XDECREF(freed);
     return NULL;
 }
+
+/* fast_cut(svc) -> [entry id per tunnel ended]: forget service svc's entries and end its open fast
+ * tunnels now (its quota is used up: Python meters each ended tunnel as its own path does) */
+PyObject *Engine_fast_cut(Engine *e, PyObject *args) {
+    unsigned int svc;
+    if (!PyArg_ParseTuple(args, "I", &svc)) return NULL;
+    tn_fast_forget_svc(e, svc);
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (conn_t *c = e->all.next, *next; c != &e->all; c = next) {
+        next = c->next;
+        if (!c->fast || c->fast->svc != svc) continue;
+        PyObject *id = PyLong_FromUnsignedLong(c->fast->id);
+        if (!id || PyList_Append(out, id) < 0) {
+            Py_XDECREF(id);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(id);
+        tn_conn_close(e, c, WHY_DONE);
+    }
+    return out;
+}

@@ -198,6 +198,8 @@ static PyMethodDef Engine_methods[] = {
      "[(svc, unused, open, opened, closed)]"},
     {"fast_counts", (PyCFunction)Engine_fast_counts, METH_NOARGS,
      "([(entry_id, requests, connections, up, down)], [freed entry ids])"},
+    {"fast_cut", (PyCFunction)Engine_fast_cut, METH_VARARGS,
+     "fast_cut(svc) -> [entry id per tunnel ended]: forget svc's entries, end its fast tunnels"},
     {NULL, NULL, 0, NULL},
 };
 

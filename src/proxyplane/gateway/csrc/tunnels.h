@@ -201,6 +201,8 @@ PyObject *Engine_fast_lease(Engine *e, PyObject *args);
 PyObject *Engine_fast_take(Engine *e, PyObject *args);
 PyObject *Engine_fast_services(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_fast_counts(Engine *e, PyObject *Py_UNUSED(arg));
+PyObject *Engine_fast_cut(Engine *e, PyObject *args);
+void tn_fast_forget_svc(Engine *e, uint32_t svc);
 
 /* module.c */
 PyObject *Engine_close_all(Engine *e, PyObject *Py_UNUSED(arg));
