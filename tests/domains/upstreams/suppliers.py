@@ -46,18 +46,27 @@ async def pproxy(scheme: str, user: str = "sup", password: str = "sup-pw", port:
     """A pproxy process serving ``scheme`` ("http" or "socks5") on 127.0.0.1 (``port``, or a free one);
     yields its port."""
     port = port or free_tcp_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _RUN, "-l", f"{scheme}://127.0.0.1:{port}#{user}:{password}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_pproxy(scheme, user, password, port)
     try:
         await wait_listening(port)
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def start_pproxy(scheme: str, user: str, password: str, port: int) -> subprocess.Popen[bytes]:
+    """The pproxy process (not waited for: ``wait_listening``, or a blocking caller's own loop)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _RUN, "-l", f"{scheme}://127.0.0.1:{port}#{user}:{password}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

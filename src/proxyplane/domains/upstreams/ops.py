@@ -1,7 +1,8 @@
 """The operator's upstream pools (issue 36.4) as registered operator operations: `proxyplane admin upstream
-add|list|set|check|margin`, the operator API (/api/admin/v1/upstream_*). Registering, changing and checking
-need `stock.write`, listing `stock.read` (suppliers are stock bought from others), the margin report
-`reports.read`. No output ever holds a supplier password."""
+add|list|set|check|margin`, the operator API (/api/admin/v1/upstream_*) and the console (/admin/upstreams,
+/admin/margin). Registering, changing and checking need `stock.write`, listing `stock.read` (suppliers
+are stock bought from others), the margin report `reports.read`. No output ever holds a supplier
+password."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from proxyplane.domains.upstreams import service as upstreams
-from proxyplane.ops import Context, Effect, operator_op, register
+from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 
 
 class NewUpstream(BaseModel):
@@ -81,8 +82,10 @@ async def margin(ctx: Context, data: MarginPeriod) -> dict[str, Any]:
     return await upstreams.margin(ctx.session, data.days, data.pool)
 
 
-register(operator_op("upstream_add", add, NewUpstream, permission="stock.write"))
-register(operator_op("upstream_list", listing, PoolFilter, Effect.READ, permission="stock.read"))
-register(operator_op("upstream_set", change, UpstreamChange, permission="stock.write"))
-register(operator_op("upstream_check", check, CheckWhich, permission="stock.write"))
-register(operator_op("upstream_margin", margin, MarginPeriod, Effect.READ, permission="reports.read"))
+ALL = OPERATOR_DOORS  # the CLI, the operator API and the console (adapters/admin/upstreams.py)
+register(operator_op("upstream_add", add, NewUpstream, permission="stock.write", doors=ALL))
+register(operator_op("upstream_list", listing, PoolFilter, Effect.READ, permission="stock.read", doors=ALL))
+register(operator_op("upstream_set", change, UpstreamChange, permission="stock.write", doors=ALL))
+register(operator_op("upstream_check", check, CheckWhich, permission="stock.write", doors=ALL))
+register(operator_op("upstream_margin", margin, MarginPeriod, Effect.READ, permission="reports.read",
+                     doors=ALL))
