@@ -5,8 +5,9 @@ per request of our gateway, three ways, alternated in rounds so the machine's dr
 - ``rotating``: 64 listed exit IPs, a new exit drawn for every request (the pool keeps one upstream per
   exit and destination, so most requests still reuse one);
 - ``rotating-new``: the same, against an origin port that closes every connection after one response
-  (``keepalive_requests 1``): a new upstream connection per request, what a rotating customer with a new
-  exit per request costs when nothing can be reused.
+  (``keepalive_requests 1``); its ``Connection: close`` reaches the client, which reconnects: a new client
+  connection (accepted by the C engine, handed to the Python HTTP protocol) and a new upstream connection
+  per request, what a rotating customer that opens a connection per request costs when nothing is reused.
 
     PYTHONPATH=src .venv/bin/python bench/rotating_http.py --rounds 3 --duration 3
 
@@ -80,6 +81,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"))
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="rotating-new again with the gateway's ARGS (a seam off), in the same rounds")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="rotating_http.")
     os.chmod(tmp, 0o755)
@@ -88,11 +91,17 @@ def main() -> None:
     many = [f"127.0.3.{i}" for i in range(1, 65)]
     ways = {"keepalive": ("127.0.0.31", ["127.0.0.9"], ORIGIN), "rotating": ("127.0.0.32", many, ORIGIN),
             "rotating-new": ("127.0.0.33", many, CLOSING)}
+    extra: dict[str, list[str]] = {}
+    for i, spec in enumerate(args.variant):
+        name, _, flags = spec.partition("=")
+        ways[name] = (f"127.0.0.{40 + i}", many, CLOSING)
+        extra[name] = flags.split()
     procs: dict[str, Proc] = {}
     results: dict[str, list[tuple[float, float, float]]] = {}
     try:
         for name, (host, exits, _) in ways.items():
-            procs[name] = Proc(name, gateway(args.python, host, exits), "1", os.path.join(tmp, f"{name}.log"))
+            cmd = gateway(args.python, host, exits) + extra.get(name, [])
+            procs[name] = Proc(name, cmd, "1", os.path.join(tmp, f"{name}.log"))
             if not wait_port(host, 9190):
                 sys.exit(f"{name} did not start: " + open(os.path.join(tmp, f"{name}.log")).read()[-500:])
         for host, _, target in ways.values():  # warm-up: pools filled, code paths hot
