@@ -1,5 +1,6 @@
-"""After a dashboard sign-in: the "sign-in from a new address" notification (issue 34) when this address
-never signed in to the account before (and the account has signed in from elsewhere)."""
+"""After a dashboard sign-in: the account's activity log notes it (issue 34.5), and the "sign-in from a new
+address" notification (issue 34) goes out when this address never signed in to the account before (and the
+account has signed in from elsewhere)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from proxyplane.storage.models import Customer, LoginEvent
 async def after_sign_in(
     session: AsyncSession, platform: Platform, customer: Customer, ip: str, agent: str
 ) -> None:
+    from proxyplane.domains.team.activity import note_action
+    from proxyplane.ops import Caller
+
+    who = Caller(customer.id, client_ip=ip, channel="web", user_agent=agent, actor=customer.email)
+    await note_action(session, customer.id, None, who, "signed_in", agent[:200])
     ok = (LoginEvent.customer_id == customer.id, LoginEvent.success == 1)
     here = select(func.count()).where(*ok, LoginEvent.client_ip == ip[:45])
     everywhere = select(func.count()).where(*ok)

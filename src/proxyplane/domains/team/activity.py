@@ -1,7 +1,7 @@
-"""The account's activity log (issue 34.5): who did what. `invoke()` notes every write a member makes (on
-any door) and every write made in the dashboard (the holder's too); member changes note themselves. The
-holder's own API-key and legacy calls are not noted here (the hot order path stays one statement: its
-events and ledger already say what happened)."""
+"""The account's activity log (issue 34.5): who did what. `invoke()` notes every write made on a customer
+account, on every door (dashboard, REST, MCP, legacy), by a member or by the holder; member changes note
+themselves, and a dashboard sign-in notes itself (accounts/sign_in_mail.after_sign_in). The row is one Core
+INSERT on the driver connection (storage/repos/team.record): the lean order path stays ORM-free."""
 
 from __future__ import annotations
 
@@ -34,10 +34,8 @@ SKIPPED = frozenset(
 
 
 def noted(op: Operation, caller: Caller) -> bool:
-    """Whether invoke() notes this call (a write by a member, or any write in the dashboard)."""
-    if caller.customer_id is None or op.effect == "read" or op.name in SKIPPED:
-        return False
-    return caller.member_id is not None or caller.channel == "web"
+    """Whether invoke() notes this call: a write on a customer account (not an operator's, not a read)."""
+    return caller.customer_id is not None and op.effect != "read" and op.name not in SKIPPED
 
 
 def detail_of(data: BaseModel | None) -> str:

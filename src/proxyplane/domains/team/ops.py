@@ -251,7 +251,7 @@ REMOVE_MEMBER = Operation(
 GET_ACTIVITY = Operation(
     name="get_account_activity",
     summary="Who did what on this account, newest first: the member (or holder), the action, the door "
-    "and address. Writes by members and in the dashboard, and every member change.",
+    "and address: every write on every door (the holder's keys too), dashboard sign-ins, member changes.",
     method="GET",
     path="/customer/me/activity",
     handler=get_activity,

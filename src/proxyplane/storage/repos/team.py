@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import ApiKey, Customer, WebSession
 from proxyplane.storage.models.team import AccountActivity, TeamInvitation, TeamMember
 from proxyplane.storage.rowcount import rowcount
@@ -232,6 +234,11 @@ async def revoke_invitation(session: AsyncSession, row: TeamInvitation, now: dat
 # the activity log
 
 
+# one Core INSERT on the driver connection (storage/driver.py): an order's unit of work stays without an ORM
+# session (issue 15's lean path) while it notes who placed it
+_RECORD = DriverStatement(insert(cast(Table, AccountActivity.__table__)))
+
+
 async def record(
     session: AsyncSession,
     account_id: int,
@@ -243,19 +250,19 @@ async def record(
     client_ip: str,
     now: datetime,
 ) -> None:
-    session.add(
-        AccountActivity(
-            account_id=account_id,
-            member_id=member_id,
-            actor=actor[:320],
-            action=action[:80],
-            detail=detail[:1000],
-            channel=channel[:20],
-            client_ip=client_ip[:45],
-            created_at=now,
-        )
+    await _RECORD.rows(
+        session,
+        {
+            "account_id": account_id,
+            "member_id": member_id,
+            "actor": actor[:320],
+            "action": action[:80],
+            "detail": detail[:1000],
+            "channel": channel[:20],
+            "client_ip": client_ip[:45],
+            "created_at": now,
+        },
     )
-    await session.flush()
 
 
 async def activity(
