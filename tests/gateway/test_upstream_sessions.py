@@ -147,3 +147,22 @@ async def _is(platform: Platform, service_id: uuid.UUID, mark: str) -> bool:
 
 async def _held(node: Any, service_id: str, mark: str) -> bool:
     return bool(node.router.held(service_id, "s1") == mark)
+
+
+def test_a_move_wins_over_the_version_it_replaced_on_every_router() -> None:
+    """Between nodes (and workers, in the store) the session started first wins; a move counts as started
+    just before the version it replaces, so a stale copy of that version never takes the session back."""
+    clock = [1_000.0]
+    x, y = SharedRouter(lambda: clock[0]), SharedRouter(lambda: clock[0])
+    x.hold("svc", "s1", SUPPLIER_MARK + "1" * 32, 600)
+    first = x.session("svc", "s1")
+    assert first is not None
+    assert y.adopt("svc", "s1", first.exit_ip, first.started, first.expires, False)
+    clock[0] += 5
+    y.hold("svc", "s1", SUPPLIER_MARK + "2" * 32, 600)  # y's first supplier failed: moved
+    moved = y.session("svc", "s1")
+    assert moved is not None and moved.expires == first.expires and moved.started < first.started
+    assert not y.adopt("svc", "s1", first.exit_ip, first.started, first.expires, False)  # x's stale copy
+    assert y.held("svc", "s1") == SUPPLIER_MARK + "2" * 32 and ("svc", "s1") in y.dirty  # written again
+    assert x.adopt("svc", "s1", moved.exit_ip, moved.started, moved.expires, False)
+    assert x.held("svc", "s1") == SUPPLIER_MARK + "2" * 32

@@ -76,7 +76,9 @@ class Context:
         self.meter.add_check(self.cut_refused)
         # the bytes of tunnels through an upstream supplier, counted for it after every harvest
         self.upstreams.meter = self.meter
-        self.upstreams.router = self.router  # sessions on suppliers are the router's (shared like others)
+        # sessions on suppliers are the router's (shared like others); read at each use: cli/gateway.as_worker
+        # gives a worker the host's router after the context is made
+        self.upstreams.router_of = lambda: self.router
         self.meter.add_check(self.upstreams.check_flows)
 
     def cut_refused(self) -> None:

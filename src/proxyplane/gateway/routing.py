@@ -27,6 +27,7 @@ from .access import Grant, ServiceEntry
 from .subnets import IPV4_DESTINATION, NO_IPV6, SubnetExits, SubnetPool, subnet_pool
 
 DEFAULT_SID = "default"
+MOVED_EARLIER = 0.001  # seconds: a moved session's start, before the version it replaces (Router.hold)
 
 
 class RoutingError(Exception):
@@ -300,12 +301,15 @@ class Router:
         return session.exit_ip if session is not None and session.expires > self._clock() else None
 
     def hold(self, service_id: str, sid: str, value: str, ttl: float) -> None:
-        """The session (service, sid) holds ``value`` from now: a live one keeps its window (a session
-        moved to another supplier does not live longer), else a new one of ``ttl`` seconds."""
+        """The session (service, sid) holds ``value`` from now: a new one of ``ttl`` seconds, or a live
+        one moved (to another supplier). A moved session keeps its expiry (it does not live longer) and
+        counts as started MOVED_EARLIER before the version it replaces: the sticky sync's rule (the
+        session started first wins, sticky_sync.py) then makes the latest move win on every worker and
+        node over the versions they still hold."""
         now = self._clock()
         sessions = self._sessions.setdefault(service_id, {})
         current = sessions.get(sid)
-        started, expires = (current.started, current.expires) if current is not None and \
+        started, expires = (current.started - MOVED_EARLIER, current.expires) if current is not None and \
             current.expires > now else (now, now + ttl)
         sessions[sid] = StickySession(service_id, sid, value, started, expires)
 

@@ -46,7 +46,7 @@ from proxyplane.storage.models.gateway import StickySession as StickyRow
 
 from . import metrics, periodic
 from .access import ServiceEntry
-from .routing import STICKY_GONE, STRICT_GONE, Pool, Router, RoutingError, StickySession
+from .routing import MOVED_EARLIER, STICKY_GONE, STRICT_GONE, Pool, Router, RoutingError, StickySession
 from .shared_sticky import SharedSticky, sticky_key
 from .subnets import SubnetPool
 
@@ -162,7 +162,8 @@ class SharedRouter(Router):
             key, now = self._key(service_id, sid), self._clock()
             with shared.lock:
                 found = shared.get(key, now)
-                started, expires = (found[1], found[2]) if found is not None else (now, now + ttl)
+                started, expires = (found[1] - MOVED_EARLIER, found[2]) if found is not None else \
+                    (now, now + ttl)
                 shared.put(key, value, started, expires, now)
             self._sessions.setdefault(service_id, {})[sid] = StickySession(service_id, sid, value, started,
                                                                             expires)

@@ -86,7 +86,8 @@ class UpstreamDirectory:
         self.clock = clock
         self.pools: dict[str, tuple[UpstreamEntry, ...]] = {}
         self.down_until: dict[str, float] = {}
-        self.router: Router | None = None  # where sessions are held (the Context's router)
+        # where sessions are held: the Context's router, read at each use (a worker's is set after start)
+        self.router_of: Callable[[], Router] | None = None
         self.marks: dict[str, str] = {}  # upstream id -> its mark in a session ("upstream:<hex>")
         self.watched: dict[Flow, tuple[str, int, int]] = {}  # open tunnels' flows -> (upstream, seen)
         self.meter: Meter | None = None  # where the suppliers' counts go (the Context's meter)
@@ -120,7 +121,7 @@ class UpstreamDirectory:
         now = self.clock()
         ordered = sorted(members, key=lambda e: (self.down_until.get(e.upstream_id, 0.0) > now,
                                                  e.health == "down", e.position))
-        router = self.router
+        router = self.router_of() if self.router_of is not None else None
         held = router.held(entry.service_id, sid) if sid is not None and router is not None else None
         if held is not None and held.startswith(SUPPLIER_MARK):
             first = next((e for e in members if self.marks.get(e.upstream_id) == held), None)
@@ -153,7 +154,7 @@ class UpstreamDirectory:
         self.down_until.pop(entry.upstream_id, None)
         if self.meter is not None:
             self.meter.supplier(entry.upstream_id, tunnels=1)
-        router = self.router
+        router = self.router_of() if self.router_of is not None else None
         if plan.sid is not None and router is not None:
             mark = self.marks.get(entry.upstream_id) or SUPPLIER_MARK + uuid.UUID(entry.upstream_id).hex
             if router.held(plan.service_id, plan.sid) != mark:  # new (the TTL runs from the pick) or moved
