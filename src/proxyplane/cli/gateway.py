@@ -99,7 +99,7 @@ def as_worker(node: GatewayNode, shared: HostShared, worker: int) -> None:
     """Make a (not yet started) node worker ``worker`` of its host: connection counts and sticky
     sessions in the host's shared memory, the store row of connection counts per host."""
     limiter, router = shared.limiter(worker), shared.router()
-    node.router = node.sticky.router = node.gateway.ctx.router = router
+    node.router = node.sticky.router = node.gateway.ctx.router = node.addresses.router = router
     node.gateway.ctx.limiter = limiter
     node.counts = NodeCounts(
         node.db,
