@@ -70,6 +70,7 @@ TOOLS = {
     "get_webhook_endpoint": "webhooks | read | ri",
     "init_deposit": "wallet:deposit | write | i",
     "invite_member": "customer:write | write | -",
+    "leave_account": "customer:read | write | -",
     "list_addons": "services:read | read | ri",
     "list_api_keys": "customer:read | read | ri",
     "list_available_addons": "services:write wallet:spend | read | ri",

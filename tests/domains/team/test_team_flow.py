@@ -207,3 +207,27 @@ async def test_invitation_links_expired_other_address_existing_account(
     expired = await second.get(link)
     assert expired.status_code == 410 and "expired" in expired.text
     assert (await second.get("/team/accept/not-a-token")).status_code == 404
+
+
+async def test_a_member_leaves_and_the_holder_cannot(
+    platform: Platform, client: httpx.AsyncClient, second: httpx.AsyncClient, account: Account
+) -> None:
+    owner_key = await account.key()
+    email = await join(platform, second, owner_key, "developer")
+    made = await post_form(second, "/keys", "/keys", {"name": "dev", "scopes": ["services:read"]})
+    page = await second.get(made.headers["location"])
+    secret = re.search(r'id="secret">(ppk_[^<]+)<', page.text)
+    assert secret, page.text
+    team = await second.get("/team")
+    assert 'id="leave"' in team.text
+    left = await client.post(f"{API}/customer/me/membership/leave", headers=bearer(owner_key))
+    assert left.status_code == 409 and "holder cannot leave" in left.text  # the account's own key
+    gone = await follow(second, await second.post("/team/leave", data={"csrf": csrf_of(team)}))
+    assert f"You left {account.email}" in gone.text and "1 of your API keys" in gone.text
+    assert f"on {account.email}" not in gone.text  # still signed in, on the person's own account
+    assert (await client.get(f"{API}/customer/services", headers=bearer(secret.group(1)))).status_code == 401
+    assert email not in str((await members(client, owner_key))["items"])
+    log = (await client.get(f"{API}/customer/me/activity", headers=bearer(owner_key))).json()
+    assert (email, "member.left") in [(e["actor"], e["action"]) for e in log["items"]]
+    again = await second.get("/team")
+    assert again.status_code == 200 and 'id="leave"' not in again.text

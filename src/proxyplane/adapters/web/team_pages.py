@@ -103,6 +103,21 @@ async def revoke(request: Request, invitation_id: int) -> Response:
     return await _act(request, "revoke_invitation", {"invitation_id": invitation_id}, "Invitation withdrawn.")
 
 
+@router.post("/team/leave")
+async def leave(request: Request) -> Response:
+    await require_login(request)
+    await form(request)
+    acting = acting_on(request)
+    if acting is None:
+        return redirect(request, "/team", "You act on your own account: there is nothing to leave.", "error")
+    try:
+        left = await call(request, "leave_account")
+    except DomainError as exc:
+        return redirect(request, "/team", exc.message, kind="error")
+    keys = f" {left.keys_revoked} of your API keys on it stopped working." if left.keys_revoked else ""
+    return redirect(request, "/overview", f"You left {acting.account_email}.{keys}")
+
+
 @router.post("/team/switch")
 async def switch(request: Request) -> Response:
     row = await require_login(request)

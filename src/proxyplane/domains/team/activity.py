@@ -29,6 +29,7 @@ SKIPPED = frozenset(
         "change_member_role",
         "remove_member",
         "revoke_invitation",
+        "leave_account",
     }
 )
 

@@ -76,6 +76,10 @@ class Removed(BaseModel):
     keys_revoked: int = Field(description="the member's API keys that stopped working")
 
 
+class Left(BaseModel):
+    keys_revoked: int = Field(description="your API keys on this account that stopped working")
+
+
 class ActivityQuery(BaseModel):
     offset: int = Field(default=0, ge=0, le=INT32_MAX)
     limit: int = Field(default=50, ge=1, le=200)
@@ -162,6 +166,10 @@ async def change_member_role(ctx: Context, data: RoleChange) -> Members:
 
 async def remove_member(ctx: Context, data: MemberRef) -> Removed:
     return Removed(member_id=data.member_id, keys_revoked=await service.remove(ctx, data.member_id))
+
+
+async def leave_account(ctx: Context, _: None) -> Left:
+    return Left(keys_revoked=await service.leave(ctx))
 
 
 async def get_activity(ctx: Context, q: ActivityQuery) -> Activity:
@@ -260,4 +268,17 @@ GET_ACTIVITY = Operation(
     scopes=READ,
     tags=("team",),
 )
-register(LIST_MEMBERS, INVITE_MEMBER, REVOKE_INVITATION, CHANGE_ROLE, REMOVE_MEMBER, GET_ACTIVITY)
+LEAVE = Operation(
+    name="leave_account",
+    summary="Leave this team account (a member, any role): your API keys on it stop working and your "
+    "browsers go back to your own account. The account holder cannot leave.",
+    method="POST",
+    path="/customer/me/membership/leave",
+    handler=leave_account,
+    output=Left,
+    scopes=READ,
+    effect=Effect.WRITE,
+    tags=("team",),
+    extra=declares(Conflict),  # the holder
+)
+register(LIST_MEMBERS, INVITE_MEMBER, REVOKE_INVITATION, CHANGE_ROLE, REMOVE_MEMBER, GET_ACTIVITY, LEAVE)

@@ -248,3 +248,23 @@ async def revoke_invitation(ctx: Context, invitation_id: int) -> None:
     await note_action(
         ctx.session, ctx.customer_id, ctx.caller.member_id, ctx.caller, "member.invitation_revoked", row.email
     )
+
+
+async def leave(ctx: Context) -> int:
+    """The calling member leaves the account (any role; the holder cannot: it is the account). Their API keys
+    on it are revoked; their browsers acting on it go back to the person's own account (not signed out:
+    leaving is their own choice). Returns how many keys were revoked."""
+    if ctx.caller.member_id is None:
+        raise Conflict("the account holder cannot leave their own account")
+    _, row = await caller_role(ctx)
+    assert row is not None
+    now = utcnow()
+    await repo.remove(ctx.session, row, now)
+    await repo.release_member_sessions(ctx.session, row.id)
+    keys = await repo.member_keys(ctx.session, ctx.customer_id, row.id)
+    for key in keys:
+        await revoke_key(ctx.session, ctx.customer_id, key.id)
+    await note_action(
+        ctx.session, ctx.customer_id, row.id, ctx.caller, "member.left", f"{len(keys)} keys revoked"
+    )
+    return len(keys)

@@ -108,6 +108,17 @@ async def end_member_sessions(session: AsyncSession, member_id: int, now: dateti
     return rowcount(result)
 
 
+async def release_member_sessions(session: AsyncSession, member_id: int) -> int:
+    """Every live browser acting through this membership goes back to the person's own account."""
+    result = await session.execute(
+        update(WebSession)
+        .where(WebSession.member_id == member_id, WebSession.revoked_at.is_(None))
+        .values(member_id=None)
+        .execution_options(synchronize_session=False)
+    )
+    return rowcount(result)
+
+
 async def act_as(session: AsyncSession, session_id: str, person_id: int, member_id: int | None) -> bool:
     """Switch one of the person's live sessions to a membership (None: their own account)."""
     result = await session.execute(
