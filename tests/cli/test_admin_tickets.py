@@ -63,6 +63,12 @@ def test_operator_answers_ticket(cli, database_url: str, tmp_path) -> None:
         and [t["ticket_id"] for t in listed["items"]] == [ticket_id]
         and listed["items"][0]["status"] == "open"
     )
+    code, out, _ = cli("admin", "ticket", "list", "--email", email, "--assigned", "nobody")
+    assert code == 0 and [(t["ticket_id"], t["assigned_to"]) for t in json.loads(out)["items"]] == [
+        (ticket_id, None)
+    ]
+    code, _, err = cli("admin", "ticket", "list", "--assigned", "me")  # the host's CLI is no operator
+    assert code != 0 and "'me' needs a signed-in operator" in err
     code, out, _ = cli("admin", "ticket", "reply", ticket_id, "--message", "rebooted it, try now")
     shown = json.loads(out)
     assert code == 0 and shown["status"] == "answered"

@@ -28,10 +28,12 @@ def ticket() -> None:
 @ticket.command("list")
 @click.option("--status", type=click.Choice(STATUSES), default=None, help="only this status")
 @click.option("--email", default=None, help="only this customer's tickets")
+@click.option("--assigned", default="", help="an operator's email (their tickets) or 'nobody' (unassigned)")
 @click.option("--limit", default=50, type=click.IntRange(1, 500))
-def ticket_list(status: str | None, email: str | None, limit: int) -> None:
+def ticket_list(status: str | None, email: str | None, assigned: str, limit: int) -> None:
     """List tickets, most recently updated first."""
-    echo_json(operator_call("operator_ticket_list", status=status, email=email, limit=limit))
+    found = operator_call("operator_ticket_list", status=status, email=email, assigned=assigned, limit=limit)
+    echo_json(found)
 
 
 @ticket.command("show")

@@ -217,4 +217,12 @@ def test_take_a_ticket_and_add_an_internal_note(
     page.wait_for_url(f"{base_url}/admin/tickets/{ticket_id}?done=note+added")
     assert "waiting on the node" in page.inner_text("#ticket-notes")
     no_sideways_scroll(page)
+    page.goto(f"{base_url}/admin/tickets")
+    page.click("#assigned-filter a:has-text('assigned to me')")
+    page.wait_for_url(f"{base_url}/admin/tickets?assigned=me")
+    rows = page.locator("table tbody tr")
+    assert rows.count() == 1 and email in rows.first.inner_text()  # only the one this operator took
+    no_sideways_scroll(page)
+    rows.first.locator("a").click()
+    page.wait_for_url(f"{base_url}/admin/tickets/{ticket_id}")
     context.close()

@@ -5,11 +5,12 @@ internal notes the customer never sees on any of its doors; audited before -> af
 from __future__ import annotations
 
 import re
+import uuid
 
 import httpx
 import pytest
 
-from proxyplane.core.errors import Conflict, NotFound
+from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.platform import Platform
 from tests.adapters.admin.test_console import csrf, sign_in
 from tests.domains.operators.helpers import make_operator, run
@@ -102,3 +103,37 @@ async def test_operator_api_and_console(
     )
     assert gone.status_code == 303 and "unassigned" in gone.headers["location"]
     assert (await run(platform, "operator_ticket_desk", ticket_id=tid))["assigned_to"] is None
+
+
+async def test_assigned_filter(client: httpx.AsyncClient, platform: Platform, account: Account) -> None:
+    """The inbox filtered to one's own tickets ('me', console and operator API), an operator's by email
+    (CLI), or the unassigned ones; each row says who has it."""
+    mine, _ = await open_ticket(client, account)
+    other, _ = await open_ticket(client, account)
+    email, _ = await sign_in(client, platform, "support")
+    page = await client.get(f"/admin/tickets/{mine}")
+    took = await client.post(
+        f"/admin/tickets/{mine}/assign",
+        data={"csrf": csrf(page.text), "form_token": uuid.uuid4().hex, "me": "1"},
+    )
+    assert took.status_code == 303
+    by_email = await run(platform, "operator_ticket_list", assigned=email, limit=500)
+    assert [t["ticket_id"] for t in by_email["items"]] == [mine] and by_email["total"] == 1
+    assert by_email["items"][0]["assigned_to"] == email
+    unassigned = await run(platform, "operator_ticket_list", assigned="nobody", limit=500)
+    nobody = {t["ticket_id"] for t in unassigned["items"]}
+    assert other in nobody and mine not in nobody
+    with pytest.raises(ValidationFailed):  # the host's CLI is nobody's "me"
+        await run(platform, "operator_ticket_list", assigned="me")
+    with pytest.raises(NotFound):
+        await run(platform, "operator_ticket_list", assigned="no-such-operator@example.com")
+    listed = await client.get("/admin/tickets", params={"assigned": "me"})
+    assert listed.status_code == 200 and f"/admin/tickets/{mine}" in listed.text
+    assert f"/admin/tickets/{other}" not in listed.text
+    everyone = await client.get("/admin/tickets")
+    assert f"/admin/tickets/{other}" in everyone.text
+    colleague, _, key = await make_operator(platform, "support")
+    await run(platform, "operator_ticket_assign", ticket_id=other, operator_email=colleague)
+    theirs = await client.get("/api/admin/v1/ticket_list", params={"assigned": "me"}, headers=bearer(key))
+    assert theirs.status_code == 200, theirs.text
+    assert [t["ticket_id"] for t in theirs.json()["items"]] == [other]

@@ -81,8 +81,12 @@ async def service_action(request: Request, service_id: uuid.UUID, action: str) -
 async def tickets(request: Request) -> Response:
     await signed_in(request)
     status = request.query_params.get("status") or None
-    found = await call(request, "operator_ticket_list", {"status": status} if status else {})
-    return render(request, "tickets.html", tickets=found["items"], current=status or "")
+    assigned = request.query_params.get("assigned", "")[:320]
+    query = {"status": status} if status else {}
+    if assigned:
+        query["assigned"] = assigned
+    found = await call(request, "operator_ticket_list", query)
+    return render(request, "tickets.html", tickets=found["items"], current=status or "", assigned=assigned)
 
 
 @router.get("/admin/tickets/{ticket_id}")

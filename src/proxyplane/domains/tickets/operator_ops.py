@@ -9,10 +9,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.accounts import service as accounts
+from proxyplane.domains.operators import service as operators
 from proxyplane.domains.tickets import service as tickets
 from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import Ticket
+from proxyplane.storage.repos import ticket_desk as desk
 
 
 async def ticket_json(session: Any, t: Ticket, with_messages: bool) -> dict[str, Any]:
@@ -37,6 +40,11 @@ async def ticket_json(session: Any, t: Ticket, with_messages: bool) -> dict[str,
 class TicketFilter(BaseModel):
     status: Literal[tickets.STATUSES] | None = None  # type: ignore[valid-type]
     email: str | None = None  # only this customer's tickets
+    assigned: str = Field(
+        default="",
+        max_length=320,
+        description="'me': the calling operator's tickets; 'nobody': unassigned ones; an operator's email",
+    )
     limit: int = Field(default=50, ge=1, le=500)
 
 
@@ -48,11 +56,32 @@ class TicketReply(TicketRef):
     message: str = Field(min_length=1)
 
 
+async def _assignee_id(ctx: Context, assigned: str) -> int | None:
+    """The operator whose tickets `assigned` asks for ("me" or an email), None for nobody / anyone."""
+    if assigned.lower() == "me":
+        if ctx.caller.operator_id is None:
+            raise ValidationFailed("assigned: 'me' needs a signed-in operator; give an operator's email")
+        return ctx.caller.operator_id
+    if assigned and assigned.lower() != "nobody":
+        return (await operators.require_by_email(ctx.session, assigned)).id
+    return None
+
+
 async def list_tickets(ctx: Context, data: TicketFilter) -> dict[str, Any]:
     session = ctx.session
     customer_id = (await accounts.require_by_email(session, data.email)).id if data.email else None
-    rows, total = await tickets.list_tickets(session, customer_id, data.status, 0, data.limit)
-    return {"total": total, "items": [await ticket_json(session, t, False) for t in rows]}
+    assigned = data.assigned.strip()
+    rows, total = await desk.inbox(
+        session,
+        customer_id=customer_id,
+        status=data.status,
+        assigned_to=await _assignee_id(ctx, assigned),
+        unassigned=assigned.lower() == "nobody",
+        limit=data.limit,
+    )
+    held = await desk.assignees(session, [t.id for t in rows])
+    items = [{**await ticket_json(session, t, False), "assigned_to": held.get(t.id)} for t in rows]
+    return {"total": total, "items": items}
 
 
 async def show(ctx: Context, data: TicketRef) -> dict[str, Any]:
