@@ -22,7 +22,8 @@ OTHER_DOORS = (
     "processor",
     "admin_api",
     "console",
-)  # the last two: issue 33
+    "mcp_transport",
+)  # admin_api, console: issue 33; mcp_transport: the MCP sessions shared by API processes (35.3)
 
 
 def table() -> str:

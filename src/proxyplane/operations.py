@@ -9,6 +9,7 @@ from proxyplane.domains.accounts import two_factor as _two_factor  # noqa: F401 
 from proxyplane.domains.accounts import web_ops as _web_accounts  # noqa: F401
 from proxyplane.domains.addons import ops as _addons  # noqa: F401
 from proxyplane.domains.agent import limits as _limits  # noqa: F401
+from proxyplane.domains.agent import mcp_state as _mcp_state  # noqa: F401  (issue 35.3)
 from proxyplane.domains.agent import ops as _agent  # noqa: F401
 from proxyplane.domains.apikeys import ops as _apikeys  # noqa: F401
 from proxyplane.domains.catalog import ops as _catalog  # noqa: F401

@@ -2,8 +2,11 @@
 registers each stream on a `SubscriptionBus`; this bus remembers whose stream it is (the customer of the
 key that opened it, set by `ListenerAccount` around the listen request) so an account's own events — the
 `proxyplane://account/limits` resource updated when a limit is near — reach only that account's streams.
-Events published for everyone (`publish`) still reach every stream. In-process, like the SDK's default
-bus: one API process (`proxyplane serve`) sees all its streams."""
+Events published for everyone (`publish`) still reach every stream. Shared by the API processes (issue
+35.3): an event goes to this process's streams at once and through the relay (relay.py, kind `event`) to
+the other processes' streams of that account, within a poll (0.2 s). A stream is an open response of one
+process: when that process ends, its streams end and their clients listen again (the SDK's streams are
+not resumable; the event is a signal to re-read the resource, so one missed meanwhile is re-read then)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,16 @@ from typing import Any
 
 import anyio.lowlevel
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.subscriptions import ServerEvent
+from mcp.server.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
+
+from proxyplane.adapters.mcp.relay import Relay
+from proxyplane.domains.agent.mcp_state import RelayMessage
 
 log = logging.getLogger(__name__)
 LISTEN = "subscriptions/listen"
@@ -37,6 +49,12 @@ class AccountBus:
 
     def __init__(self) -> None:
         self._listeners: dict[object, tuple[int | None, Callable[[ServerEvent], None]]] = {}
+        self.relay: Relay | None = None
+
+    def share(self, relay: Relay) -> None:
+        """Send this process's events to the other processes' streams, and deliver theirs here."""
+        self.relay = relay
+        relay.handlers["event"] = self._relayed
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         token = object()
@@ -49,10 +67,23 @@ class AccountBus:
 
     async def publish(self, event: ServerEvent) -> None:
         await self._deliver(event, lambda _: True)
+        if self.relay is not None:
+            await self.relay.send("event", "", _encode(event))
 
     async def publish_to(self, customer_id: int, event: ServerEvent) -> None:
-        """Deliver `event` to the streams opened by keys of this customer only."""
+        """Deliver `event` to the streams opened by keys of this customer only (on every process)."""
         await self._deliver(event, lambda owner: owner == customer_id)
+        if self.relay is not None:
+            await self.relay.send("event", str(customer_id), _encode(event))
+
+    async def _relayed(self, message: RelayMessage) -> None:
+        event = _decode(message.body)
+        if event is None:
+            return
+        if message.target == "":
+            await self._deliver(event, lambda _: True)
+        else:
+            await self._deliver(event, lambda owner: str(owner) == message.target)
 
     async def _deliver(self, event: ServerEvent, wanted: Callable[[int | None], bool]) -> None:
         for owner, listener in list(self._listeners.values()):
@@ -82,3 +113,23 @@ class ListenerAccount:
         principal = state.get(self.principal_key)
         with streams_owned_by(principal.customer_id if principal is not None else None):
             return await call_next(ctx)
+
+
+_EVENTS: dict[str, type[Any]] = {
+    "tools_list_changed": ToolsListChanged,
+    "prompts_list_changed": PromptsListChanged,
+    "resources_list_changed": ResourcesListChanged,
+    "resource_updated": ResourceUpdated,
+}
+
+
+def _encode(event: ServerEvent) -> dict[str, Any]:
+    kind = next(name for name, cls in _EVENTS.items() if isinstance(event, cls))
+    return {"kind": kind, **({"uri": event.uri} if isinstance(event, ResourceUpdated) else {})}
+
+
+def _decode(body: Any) -> ServerEvent | None:
+    cls = _EVENTS.get(body.get("kind", "")) if isinstance(body, dict) else None
+    if cls is None:
+        return None
+    return ResourceUpdated(uri=str(body.get("uri", ""))) if cls is ResourceUpdated else cls()

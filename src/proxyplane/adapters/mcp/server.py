@@ -15,7 +15,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxyplane.adapters.mcp.limits import register_limits_resource
 from proxyplane.adapters.mcp.listen import AccountBus, ListenerAccount
+from proxyplane.adapters.mcp.relay import Relay
 from proxyplane.adapters.mcp.sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, EraRouter, ProxyPlaneMCP
+from proxyplane.adapters.mcp.shared_sessions import SharedSessions
 from proxyplane.adapters.mcp.subsets import ToolSubset
 from proxyplane.adapters.mcp.tools import PRINCIPAL, build_tools, caller_from, served_operations
 from proxyplane.core.errors import Unauthorized
@@ -128,17 +130,20 @@ def mount_mcp(
     # Bearer keys are the only credential (no cookies), so a rebinding page gains nothing; behind
     # a proxy the Host is the public name, which this check would refuse with 421.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    stateful = server.streamable_http_app(  # 2025-11-25 clients that can be asked (sessions.py)
-        streamable_http_path="/",
-        stateless_http=False,
-        session_idle_timeout=SESSION_IDLE_SECONDS,
-        max_sessions=MAX_SESSIONS,
-        transport_security=security,
-    )
-    server.sessions = server.session_manager
     stateless = server.streamable_http_app(  # everything else; `server.session_manager` from here on
         streamable_http_path="/", stateless_http=True, transport_security=security
     )
+    # 2025-11-25 clients that can be asked (sessions.py), their sessions in the store (shared_sessions.py)
+    server.relay = Relay(platform, SESSION_IDLE_SECONDS)
+    server.account_bus.share(server.relay)
+    server.sessions = SharedSessions(
+        server.session_manager.app,
+        security_settings=security,
+        session_idle_timeout=SESSION_IDLE_SECONDS,
+        max_sessions=MAX_SESSIONS,
+        relay=server.relay,
+    )
+    stateful = server.sessions.handle_request
     app.mount(MCP_PATH, ApiKeyGate(EraRouter(stateless, stateful, PRINCIPAL), platform))
     app.add_middleware(BarePathToMount, prefix=MCP_PATH)
     app.state.mcp = server

@@ -4,9 +4,9 @@ can send it `elicitation/create` and wait for the answer on the session's back c
 stays on the stateless path as before: 2025-11-25 clients without elicitation, and the whole 2026-07-28 era
 (whose stateless core asks through `InputRequiredResult`).
 
-The SDK keeps a session in the memory of the process that opened it: a deployment with several API
-processes must route `/api/v1/mcp` requests that carry `Mcp-Session-Id` to the process that issued it
-(sticky by that header, as the MCP specification suggests); `proxyplane serve` runs one process."""
+Sessions are shared by the API processes (issue 35.3: shared_sessions.py keeps them in the store, relay.py
+passes answers and events between the processes): a balancer may send any request to any process, no
+sticky routing, and a restarted process serves its sessions again."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
@@ -38,6 +39,7 @@ class ProxyPlaneMCP(MCPServer[Any]):
 
     sessions: StreamableHTTPSessionManager | None = None
     account_bus: Any = None  # listen.AccountBus: `publish_to(customer_id, event)`
+    relay: Any = None  # relay.Relay: this process's side of the messages between API processes
 
     async def publish_to(self, customer_id: int, event: ServerEvent) -> None:
         if self.account_bus is not None:
@@ -49,6 +51,10 @@ class ProxyPlaneMCP(MCPServer[Any]):
             await stack.enter_async_context(self.session_manager.run())
             if self.sessions is not None:
                 await stack.enter_async_context(self.sessions.run())
+            if self.relay is not None:
+                group = await stack.enter_async_context(anyio.create_task_group())
+                group.start_soon(self.relay.run)
+                stack.callback(group.cancel_scope.cancel)
             yield
 
 

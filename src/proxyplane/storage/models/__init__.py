@@ -9,6 +9,7 @@ from proxyplane.storage.models import gateway_changes as _gateway_changes  # noq
 from proxyplane.storage.models import gateway_health as _gateway_health  # noqa: F401  (issue 9)
 from proxyplane.storage.models import gateway_nodes as _gateway_nodes  # noqa: F401  (issue 14.1)
 from proxyplane.storage.models import mail as _mail  # noqa: F401  (email outbox: issue 34)
+from proxyplane.storage.models import mcp_sessions as _mcp_sessions  # noqa: F401  (shared MCP: issue 35.3)
 from proxyplane.storage.models import oauth as _oauth  # noqa: F401  (MCP OAuth 2.1: issue 21.2)
 from proxyplane.storage.models import operators as _operators  # noqa: F401  (operator side: issue 33)
 from proxyplane.storage.models import prefixes as _prefixes  # noqa: F401  (IPv6 prefixes: issue 16)
