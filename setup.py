@@ -12,7 +12,7 @@ if sys.platform.startswith("linux"):
     ext_modules.append(Extension(
         "proxyplane.gateway._tunnels",
         [csrc + name for name in ("module.c", "actions.c", "conn.c", "handshake.c", "relay.c", "fast.c",
-                                  "fast_api.c")],
+                                  "fast_api.c", "splice.c")],
         depends=[csrc + "tunnels.h"],
         extra_compile_args=["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers"]))

@@ -26,7 +26,7 @@ libdir=$($PY -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))")
 ver=$($PY -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
 work="${FUZZ_WORK:-$(mktemp -d)}"
 mkdir -p "$work/corpus"
-srcs=(tests/fuzz/fuzz_handshake.c src/proxyplane/gateway/csrc/{actions,conn,handshake,relay,module,fast,fast_api}.c)
+srcs=(tests/fuzz/fuzz_handshake.c src/proxyplane/gateway/csrc/{actions,conn,handshake,relay,module,fast,fast_api,splice}.c)
 # the build is cached by the sources' hash (about 5 s of CPU otherwise)
 hash=$(cat "${srcs[@]}" src/proxyplane/gateway/csrc/tunnels.h scripts/fuzz.sh | sha256sum | cut -c1-16)
 build="${FUZZ_BUILD:-${TMPDIR:-/tmp}/proxyplane-fuzz-$hash}"

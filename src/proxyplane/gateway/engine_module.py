@@ -28,6 +28,7 @@ FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cache": (("FAST_FAILED", "FAST_SOCKS_REQUEST", "FAST_OPEN", "FAST_AUTH"),
               ("fast_enable", "fast_put", "fast_forget", "fast_lease", "fast_take", "fast_services",
                "fast_counts")),
+    "splice": ((), ("set_splice",)),  # long tunnels relayed with splice() (csrc/splice.c)
     "cache_cut": ((), ("fast_cut",)),  # a service's cached tunnels ended at once: quota services cached
 }
 

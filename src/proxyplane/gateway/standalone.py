@@ -64,6 +64,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--status-file", type=Path, help="with --workers: the supervisor's JSON status file")
     p.add_argument("--quota-mb", type=int, default=0, help="a traffic quota of this many MB (0: none)")
     p.add_argument("--no-tunnel-cache", action="store_true", help="the engine asks Python for every decision")
+    p.add_argument("--splice-after", type=int, default=Settings.splice_after,
+                   help="bytes a tunnel relays before the engine splices it (0: never)")
     p.add_argument("--defer-accept", type=int, default=Settings.defer_accept,
                    help="TCP_DEFER_ACCEPT seconds on the engine's listeners (0: off)")
     p.add_argument("--drain-seconds", type=float, default=0.0,
@@ -112,7 +114,7 @@ async def _print_usage(rows: list[UsageRow]) -> None:
 def settings(args: argparse.Namespace) -> Settings:
     # a loopback-only bench/dev tool: its destinations are on loopback too
     return Settings(allow_loopback=True, tunnel_cache=not args.no_tunnel_cache,
-                    defer_accept=args.defer_accept)
+                    defer_accept=args.defer_accept, splice_after=args.splice_after)
 
 
 async def serve(args: argparse.Namespace, shared: HostShared | None = None, worker: int = 0) -> None:

@@ -116,6 +116,8 @@ class TunnelEngine:
         self.loop = loop
         loop.add_reader(self.engine.fileno(), self.on_ready)
         self.ctx.meter.add_source(self.pull_counts)
+        if self.ctx.settings.splice_after > 0 and engine_module.has(self.t, "splice"):
+            self.engine.set_splice(self.ctx.settings.splice_after)
         if self.ctx.settings.tunnel_cache and hasattr(self.ctx.access, "on_change") and \
                 engine_module.has(self.t, "cache"):
             self.fast = FastPath(self)

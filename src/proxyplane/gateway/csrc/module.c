@@ -147,7 +147,7 @@ int Engine_init(Engine *e, PyObject *args, PyObject *kw) {
 
 PyObject *Engine_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     Engine *e = (Engine *)type->tp_alloc(type, 0);
-    if (e) e->epfd = -1;
+    if (e) e->epfd = e->spr = e->spw = -1;
     return (PyObject *)e;
 }
 
@@ -163,6 +163,7 @@ void Engine_dealloc(Engine *e) {
         tn_reap(e);
     }
     tn_fast_free_all(e);
+    tn_splice_free(e);
     if (e->epfd >= 0) close(e->epfd);
     free(e->slots);
     free(e->free_slots);
@@ -198,6 +199,8 @@ static PyMethodDef Engine_methods[] = {
      "[(svc, unused, open, opened, closed)]"},
     {"fast_counts", (PyCFunction)Engine_fast_counts, METH_NOARGS,
      "([(entry_id, requests, connections, up, down)], [freed entry ids])"},
+    {"set_splice", (PyCFunction)Engine_set_splice, METH_VARARGS,
+     "set_splice(after): tunnels that relayed `after` bytes are spliced (0: never)"},
     {"fast_cut", (PyCFunction)Engine_fast_cut, METH_VARARGS,
      "fast_cut(svc) -> [entry id per tunnel ended]: forget svc's entries, end its fast tunnels"},
     {NULL, NULL, 0, NULL},

@@ -60,11 +60,57 @@ int tn_flush_side(Engine *e, conn_t *c, int to_up) {
     return 0;
 }
 
+/* A read that returned no bytes: an EOF (n == 0) is passed on; nothing to read yet (EAGAIN) is left;
+ * an error ends the tunnel (-1). */
+static int tn_pump_end(Engine *e, conn_t *c, int from_client, ssize_t n) {
+    if (n == 0) {
+        /* pass the EOF on, unless the other side ended too and nothing is queued: then both
+         * sockets are closed right away (tn_update) and a shutdown would be a wasted syscall */
+        if (from_client) {
+            c->c_eof = 1;
+            if (c->in.len == 0 && !c->u_shut && !(c->u_eof && c->out.len == 0)) {
+                shutdown(c->ufd, SHUT_WR);
+                c->u_shut = 1;
+            }
+        } else {
+            c->u_eof = 1;
+            if (c->out.len == 0 && !c->c_shut && !(c->c_eof && c->in.len == 0)) {
+                shutdown(c->cfd, SHUT_WR);
+                c->c_shut = 1;
+            }
+        }
+        return 0;
+    }
+    if (errno == EAGAIN || errno == EINTR) return 0;
+    tn_conn_close(e, c, WHY_DONE);
+    return -1;
+}
+
 /* Relay: read from one side, write to the other; the rest is queued and reading pauses. */
 int tn_pump(Engine *e, conn_t *c, int from_client) {
     int src = from_client ? c->cfd : c->ufd, dst = from_client ? c->ufd : c->cfd;
     buf_t *q = from_client ? &c->in : &c->out;
     for (int round = 0; round < 4 && q->len == 0; round++) {
+        if (e->splice_after && c->up + c->down >= e->splice_after) { /* a long tunnel (splice.c) */
+            ssize_t n = tn_splice_move(e, src, dst, q);
+            if (n == -2) {
+                tn_conn_close(e, c, WHY_DONE);
+                return -1;
+            }
+            if (n > 0) {
+                if (from_client)
+                    c->up += (unsigned long long)n;
+                else
+                    c->down += (unsigned long long)n;
+                continue; /* a short splice is no sign of a drained socket (the pipe has slots, not bytes) */
+            }
+            if (n < 0 && errno == EINVAL) { /* not spliceable here: copy from now on */
+                e->splice_after = 0;
+                continue;
+            }
+            if (tn_pump_end(e, c, from_client, n) < 0) return -1;
+            break;
+        }
         ssize_t n = recv(src, e->scratch, e->scratch_size, 0);
         if (n > 0) {
             if (from_client)
@@ -86,27 +132,8 @@ int tn_pump(Engine *e, conn_t *c, int from_client) {
             if ((size_t)n < e->scratch_size) break;
             continue;
         }
-        if (n == 0) {
-            /* pass the EOF on, unless the other side ended too and nothing is queued: then both
-             * sockets are closed right away (tn_update) and a shutdown would be a wasted syscall */
-            if (from_client) {
-                c->c_eof = 1;
-                if (c->in.len == 0 && !c->u_shut && !(c->u_eof && c->out.len == 0)) {
-                    shutdown(c->ufd, SHUT_WR);
-                    c->u_shut = 1;
-                }
-            } else {
-                c->u_eof = 1;
-                if (c->out.len == 0 && !c->c_shut && !(c->c_eof && c->in.len == 0)) {
-                    shutdown(c->cfd, SHUT_WR);
-                    c->c_shut = 1;
-                }
-            }
-            break;
-        }
-        if (errno == EAGAIN || errno == EINTR) break;
-        tn_conn_close(e, c, WHY_DONE);
-        return -1;
+        if (tn_pump_end(e, c, from_client, n) < 0) return -1;
+        break;
     }
     return 0;
 }

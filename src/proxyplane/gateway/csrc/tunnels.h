@@ -126,6 +126,10 @@ typedef struct {
     uint64_t rng;
     buf_t connect_ok;
     int fast_on;
+    /* zero-copy relaying (splice.c) */
+    int spr, spw;                     /* the shared pipe (-1: none) */
+    unsigned long long splice_after;  /* bytes a tunnel relays before it is spliced (0: never) */
+    size_t splice_chunk;
 } Engine;
 
 /* conn.c */
@@ -203,6 +207,11 @@ PyObject *Engine_fast_services(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_fast_counts(Engine *e, PyObject *Py_UNUSED(arg));
 PyObject *Engine_fast_cut(Engine *e, PyObject *args);
 void tn_fast_forget_svc(Engine *e, uint32_t svc);
+
+/* splice.c */
+ssize_t tn_splice_move(Engine *e, int src, int dst, buf_t *q);
+PyObject *Engine_set_splice(Engine *e, PyObject *args);
+void tn_splice_free(Engine *e);
 
 /* module.c */
 PyObject *Engine_close_all(Engine *e, PyObject *Py_UNUSED(arg));
