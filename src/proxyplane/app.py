@@ -32,7 +32,7 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            for part in [*(lifespan_parts or []), mcp.run_sessions()]:
+            for part in [*(lifespan_parts or []), mcp.run_sessions(), admin_mcp.session_manager.run()]:
                 await stack.enter_async_context(part)
             yield
 
@@ -55,7 +55,7 @@ def create_app(platform: Platform, lifespan_parts: list[Any] | None = None) -> F
     app.include_router(checkout_router(platform))
     install_dashboard(app)  # the customer dashboard at /
     install_console(app)  # the operator console at /admin (issue 33)
-    install_admin_api(app, platform)  # the operator API at /api/admin/v1, its own OpenAPI (issue 33)
+    admin_mcp = install_admin_api(app, platform)  # /api/admin/v1, its OpenAPI, its MCP (issue 33)
     install_oauth(app, platform)  # OAuth 2.1 for MCP: metadata, authorize, token, revoke (issue 21.2)
     mcp = mount_mcp(app, platform)  # /api/v1/mcp; its session manager runs in the lifespan above
     route_table.install(app.router)  # (method, path) looked up before the linear walk (issue 15)

@@ -3,7 +3,8 @@ route per operation served by the "admin_api" door (a read is GET with its input
 write is POST with its input as the JSON body), its own OpenAPI 3.1 document at
 /api/admin/v1/openapi.json. Auth: `Authorization: Bearer ppo_...`, an operator API key bound to a role;
 `invoke` refuses (403, naming the missing permission) an operation the key's role may not run.
-An `Idempotency-Key` header makes a write act once (the audit row's unique key)."""
+An `Idempotency-Key` header makes a write act once (the audit row's unique key). The same operations are
+MCP tools at /api/admin/v1/mcp (mcp.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from proxyplane.ops import Caller, Effect, Operation, invoke, served
 from proxyplane.platform import Platform
 
 PREFIX = "/api/admin/v1"
+MCP_PATH = PREFIX + "/mcp"  # the same operations as MCP tools (mcp.py)
 DOOR = "admin_api"
 bearer = HTTPBearer(auto_error=False, description="an operator API key (ppo_...), bound to a role")
 
@@ -119,5 +121,13 @@ def build(platform: Platform) -> FastAPI:
     return api
 
 
-def install_admin_api(app: FastAPI, platform: Platform) -> None:
+def install_admin_api(app: FastAPI, platform: Platform) -> Any:
+    """Mount the operator API and its MCP endpoint (mcp.py); returns the MCP server, whose session
+    manager the app's lifespan runs."""
+    from proxyplane.adapters.admin_api.mcp import BarePath, operator_mcp_app
+
+    server, gated = operator_mcp_app(platform, REGISTRY)
+    app.mount(MCP_PATH, gated, name="admin-mcp")  # before the API's mount, which would take its path
     app.mount(PREFIX, build(platform), name="admin-api")
+    app.add_middleware(BarePath, path=MCP_PATH)
+    return server
