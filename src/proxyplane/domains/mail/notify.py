@@ -10,6 +10,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import select
@@ -118,15 +119,31 @@ def day(value: str | datetime | None) -> str:
 
 
 def notification(
-    links: Links, customer_id: int, to: str, kind: str, subject: str, lines: list[str], path: str, label: str
+    links: Links,
+    customer_id: int,
+    to: str,
+    kind: str,
+    subject: str,
+    lines: list[str],
+    path: str,
+    label: str,
+    member: tuple[str, str] | None = None,
 ) -> Mail:
     """A notification: the dashboard link it is about, the footer saying why it came, and the
-    List-Unsubscribe headers (RFC 2369 + RFC 8058 one-click POST) for this kind."""
+    List-Unsubscribe headers (RFC 2369 + RFC 8058 one-click POST) for this kind. `member`: (the account's
+    address, the role) when it goes to a team member (issue 34.5); `customer_id` is then the member's own
+    sign-in, whose choice the unsubscribe link changes."""
     url = f"{links.base_url}/unsubscribe/{unsubscribe_token(links.secret_key, customer_id, kind)}"
     footer = [
         f"You get this email because “{KINDS[kind]}” is on in your notification settings: "
         f"{links.base_url}/notifications"
     ]
+    if member is not None:
+        footer = [
+            f"You get this email as {member[1]} of the ProxyPlane account {member[0]}, because "
+            f"“{KINDS[kind]}” is on in the notification settings of your own sign-in "
+            "(the link below turns it off for you)."
+        ]
     headers = {"List-Unsubscribe": f"<{url}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
     return render(
         "notice",
@@ -142,11 +159,20 @@ def notification(
     )
 
 
-def for_event(links: Links, customer_id: int, to: str, event_type: str, data: dict[str, Any]) -> Mail | None:
-    """The message for one event, or None when the type is not notified by email."""
+def for_event(
+    links: Links,
+    customer_id: int,
+    to: str,
+    event_type: str,
+    data: dict[str, Any],
+    member: tuple[str, str] | None = None,
+) -> Mail | None:
+    """The message for one event, or None when the type is not notified by email (`member`: as in
+    `notification`)."""
     kind = kind_of(event_type)
     if kind is None:
         return None
+    notification = partial(_notification, member=member)
     number = data.get("number", "")
     service = f"/services/{data['service_id']}" if data.get("service_id") else "/services"
     if kind == "order_paid":
@@ -233,3 +259,6 @@ def for_event(links: Links, customer_id: int, to: str, event_type: str, data: di
         service,
         "Open the dashboard",
     )
+
+
+_notification = notification  # for_event's calls, bound to its `member`

@@ -13,9 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.domains.mail import notify
 from proxyplane.domains.mail.outbox import queue
 from proxyplane.domains.renewals.service import price_of_term
+from proxyplane.domains.team.roles import kinds_of
 from proxyplane.domains.wallet.service import balance
 from proxyplane.storage.models import Customer, Event, Service
 from proxyplane.storage.models.mail import EmailMessage
+from proxyplane.storage.repos.team import mailed_members
 
 REMINDERS = ((timedelta(days=1), "1d", "1 day"), (timedelta(days=3), "3d", "3 days"))
 
@@ -42,24 +44,38 @@ async def _queued(session: AsyncSession, keys: list[str]) -> set[str]:
 async def queue_events(
     session: AsyncSession, events: Sequence[Event], links: notify.Links, sender: str
 ) -> int:
-    """A message per event whose kind the customer has on; returns how many were queued now."""
+    """A message per event whose kind the customer has on, and one per team member whose role gets that
+    kind and who has it on (issue 34.5); returns how many were queued now."""
     customers = {e.customer_id for e in events}
     to = await _recipients(session, customers)
-    off = await notify.email_off_many(session, customers)
-    done = await _queued(session, [f"event:{e.id}" for e in events])
+    team = await mailed_members(session, customers)
+    people = {person for found in team.values() for _, person, _, _ in found}
+    off = await notify.email_off_many(session, customers | people)
+    keys = [f"event:{e.id}" for e in events]
+    keys += [f"event:{e.id}:m{m[0]}" for e in events for m in team.get(e.customer_id, [])]
+    done = await _queued(session, keys)
     count = 0
     for event in events:
         key = f"event:{event.id}"
         kind = notify.kind_of(event.type)
-        if key in done or kind is None or event.customer_id not in to:
+        if kind is None or event.customer_id not in to:
             continue
-        if kind in off.get(event.customer_id, set()):
-            continue
-        mail = notify.for_event(links, event.customer_id, to[event.customer_id], event.type, event.data)
-        if mail is not None and await queue(
-            session, mail, sender=sender, customer_id=event.customer_id, dedupe_key=key
-        ):
-            count += 1
+        if key not in done and kind not in off.get(event.customer_id, set()):
+            mail = notify.for_event(links, event.customer_id, to[event.customer_id], event.type, event.data)
+            if mail is not None and await queue(
+                session, mail, sender=sender, customer_id=event.customer_id, dedupe_key=key
+            ):
+                count += 1
+        for member_id, person, address, role in team.get(event.customer_id, []):
+            mine = f"{key}:m{member_id}"
+            if mine in done or kind not in kinds_of(role) or kind in off.get(person, set()):
+                continue
+            on = (to[event.customer_id], role)
+            mail = notify.for_event(links, person, address, event.type, event.data, member=on)
+            if mail is not None and await queue(
+                session, mail, sender=sender, customer_id=event.customer_id, dedupe_key=mine
+            ):
+                count += 1
     return count
 
 
@@ -92,14 +108,30 @@ async def remind_expiring(session: AsyncSession, now: datetime, links: notify.Li
         if mark is not None:
             key = f"expiry:{svc.service_id}:{svc.current_period_end.isoformat()}:{mark[0]}"
             due.append((svc, key, *mark))
-    done = await _queued(session, [key for _, key, _, _ in due])
-    due = [item for item in due if item[1] not in done]
     customers = {svc.customer_id for svc, *_ in due}
+    team = await mailed_members(session, customers)
+    done = await _queued(
+        session,
+        [key for _, key, _, _ in due]
+        + [f"{k}:m{m[0]}" for svc, k, _, _ in due for m in team.get(svc.customer_id, [])],
+    )
     to = await _recipients(session, customers)
-    off = await notify.email_off_many(session, customers)
+    people = {person for found in team.values() for _, person, _, _ in found}
+    off = await notify.email_off_many(session, customers | people)
     count = 0
     for svc, key, _, words in due:
-        if svc.customer_id not in to or "service_expiring" in off.get(svc.customer_id, set()):
+        if svc.customer_id not in to:
+            continue
+        # the account's address, then each member whose role gets reminders (issue 34.5)
+        wanted: list[tuple[str, int, str, tuple[str, str] | None]] = [
+            (key, svc.customer_id, to[svc.customer_id], None)
+        ] + [
+            (f"{key}:m{member_id}", person, address, (to[svc.customer_id], role))
+            for member_id, person, address, role in team.get(svc.customer_id, [])
+            if "service_expiring" in kinds_of(role)
+        ]
+        wanted = [w for w in wanted if w[0] not in done and "service_expiring" not in off.get(w[1], set())]
+        if not wanted:
             continue
         lines = [f"Service #{svc.number} ({svc.product_kind}) ends on {notify.day(svc.current_period_end)}."]
         if svc.auto_renew:
@@ -112,16 +144,18 @@ async def remind_expiring(session: AsyncSession, now: datetime, links: notify.Li
             )
         else:
             lines.append("It does not renew automatically: renew it in the dashboard to keep its IPs.")
-        mail = notify.notification(
-            links,
-            svc.customer_id,
-            to[svc.customer_id],
-            "service_expiring",
-            f"Service #{svc.number} ends in {words}",
-            lines,
-            f"/services/{svc.service_id}",
-            "See the service",
-        )
-        if await queue(session, mail, sender=sender, customer_id=svc.customer_id, dedupe_key=key):
-            count += 1
+        for dedupe, recipient, address, member in wanted:
+            mail = notify.notification(
+                links,
+                recipient,
+                address,
+                "service_expiring",
+                f"Service #{svc.number} ends in {words}",
+                lines,
+                f"/services/{svc.service_id}",
+                "See the service",
+                member=member,
+            )
+            if await queue(session, mail, sender=sender, customer_id=svc.customer_id, dedupe_key=dedupe):
+                count += 1
     return count

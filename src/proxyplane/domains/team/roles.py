@@ -39,3 +39,21 @@ def scopes_of(role: str) -> frozenset[str]:
 def may_grant(manager_role: str, role: str) -> bool:
     """An owner grants any role; an admin any but owner."""
     return manager_role == "owner" or (manager_role == "admin" and role != "owner")
+
+
+# the account's email notifications (domains/mail/notify.KINDS) each member receives by role, besides the
+# account's own address, which gets every kind; each member turns kinds off in their own settings (the
+# unsubscribe link of such a mail is theirs). Sign-ins are the person's own, never the account's.
+_MONEY = frozenset({"order_paid", "service_expiring", "renewal_failed", "balance_low"})
+_TECH = frozenset({"service_expiring", "usage_limit", "api_key_created", "ticket_replied"})
+ROLE_KINDS: dict[str, frozenset[str]] = {
+    "owner": _MONEY | _TECH,
+    "admin": _MONEY | _TECH,
+    "billing": _MONEY,
+    "developer": _TECH,
+    "viewer": frozenset(),
+}
+
+
+def kinds_of(role: str) -> frozenset[str]:
+    return ROLE_KINDS.get(role, frozenset())

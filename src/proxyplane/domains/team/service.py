@@ -15,10 +15,11 @@ from proxyplane.domains.apikeys.cache import drop_everywhere
 from proxyplane.domains.apikeys.service import revoke_key
 from proxyplane.domains.mail.compose import render
 from proxyplane.domains.mail.outbox import queue
-from proxyplane.domains.team import roles
+from proxyplane.domains.team import mails, roles
 from proxyplane.domains.team.activity import note_action
 from proxyplane.ops import Caller, Context
 from proxyplane.platform import Platform
+from proxyplane.storage.models import Customer
 from proxyplane.storage.models.team import TeamInvitation, TeamMember
 from proxyplane.storage.repos import team as repo
 
@@ -138,7 +139,7 @@ def invitation_state(row: TeamInvitation | None) -> str:
 
 
 async def accept(
-    session: AsyncSession, caller: Caller, raw: str, session_id: str
+    session: AsyncSession, caller: Caller, raw: str, session_id: str, platform: Platform
 ) -> tuple[str, TeamMember | None]:
     """The signed-in person (caller.customer_id) accepts: their address must be the invited one. The
     browser's session then acts through the new membership."""
@@ -159,6 +160,18 @@ async def accept(
     await repo.act_as(session, session_id, person.id, joined.id)
     await note_action(
         session, row.account_id, joined.id, caller, "member.joined", f"{person.email} as {row.role}"
+    )
+    account = await get_customer(session, row.account_id)
+    await mails.tell(
+        platform,
+        session,
+        account.id,
+        account.email,
+        f"{person.email} joined your ProxyPlane account as {row.role}",
+        [
+            f"{person.email} accepted the invitation of {row.invited_by} and now acts on {account.email} as "
+            f"{row.role}, with their own sign-in."
+        ],
     )
     return "ok", joined
 
@@ -212,6 +225,20 @@ async def change_role(ctx: Context, member_id: int, role: str) -> TeamMember:
         "member.role_changed",
         f"member {row.id}: {before} -> {role}",
     )
+    if role != before:
+        account, person = await _people(ctx, row)
+        await mails.tell(
+            ctx.platform,
+            ctx.session,
+            account.id,
+            person.email,
+            f"Your role on the ProxyPlane account {account.email} is now {role}",
+            [
+                f"{ctx.caller.actor or account.email} changed your role on {account.email} from {before} to "
+                f"{role}.",
+                "Your API keys on the account keep only what the new role allows.",
+            ],
+        )
     return row
 
 
@@ -236,7 +263,25 @@ async def remove(ctx: Context, member_id: int) -> int:
         "member.removed",
         f"member {row.id} ({len(keys)} keys revoked)",
     )
+    account, person = await _people(ctx, row)
+    await mails.tell(
+        ctx.platform,
+        ctx.session,
+        account.id,
+        person.email,
+        f"You no longer act on the ProxyPlane account {account.email}",
+        [
+            f"{ctx.caller.actor or account.email} removed you from {account.email}: your sessions on it "
+            f"ended and your {len(keys)} API key(s) on it stopped working.",
+            "Your own sign-in is unchanged.",
+        ],
+    )
     return len(keys)
+
+
+async def _people(ctx: Context, row: TeamMember) -> tuple[Customer, Customer]:
+    """(the account, the member's own sign-in)"""
+    return await get_customer(ctx.session, row.account_id), await get_customer(ctx.session, row.person_id)
 
 
 async def revoke_invitation(ctx: Context, invitation_id: int) -> None:
@@ -266,5 +311,17 @@ async def leave(ctx: Context) -> int:
         await revoke_key(ctx.session, ctx.customer_id, key.id)
     await note_action(
         ctx.session, ctx.customer_id, row.id, ctx.caller, "member.left", f"{len(keys)} keys revoked"
+    )
+    account, person = await _people(ctx, row)
+    await mails.tell(
+        ctx.platform,
+        ctx.session,
+        account.id,
+        account.email,
+        f"{person.email} left your ProxyPlane account",
+        [
+            f"{person.email} ({row.role}) left {account.email} by themselves; their {len(keys)} API key(s) "
+            "on it stopped working."
+        ],
     )
     return len(keys)

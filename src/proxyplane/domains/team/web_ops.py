@@ -66,7 +66,7 @@ async def check_invitation(ctx: Context, data: InvitationLink) -> InvitationView
 
 
 async def accept_invitation(ctx: Context, data: InvitationLink) -> InvitationView:
-    outcome, _ = await service.accept(ctx.session, ctx.caller, data.token, data.session_id)
+    outcome, _ = await service.accept(ctx.session, ctx.caller, data.token, data.session_id, ctx.platform)
     return await _view(ctx, data, outcome)
 
 

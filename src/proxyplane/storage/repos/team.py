@@ -52,6 +52,28 @@ async def members(
     return [(m, c) for m, c in rows.tuples()]
 
 
+async def mailed_members(
+    session: AsyncSession, account_ids: set[int]
+) -> dict[int, list[tuple[int, int, str, str]]]:
+    """Per account, its current members whose sign-in is active: (member id, person id, email, role)."""
+    if not account_ids:
+        return {}
+    rows = await session.execute(
+        select(TeamMember.account_id, TeamMember.id, TeamMember.person_id, Customer.email, TeamMember.role)
+        .join(Customer, Customer.id == TeamMember.person_id)
+        .where(
+            TeamMember.account_id.in_(sorted(account_ids)),
+            TeamMember.removed_at.is_(None),
+            Customer.status == "active",
+        )
+        .order_by(TeamMember.id)
+    )
+    found: dict[int, list[tuple[int, int, str, str]]] = {}
+    for account_id, member_id, person_id, email, role in rows:
+        found.setdefault(int(account_id), []).append((int(member_id), int(person_id), str(email), str(role)))
+    return found
+
+
 async def memberships(session: AsyncSession, person_id: int) -> list[tuple[TeamMember, Customer]]:
     """The accounts a person acts on (with each account's row), oldest first."""
     rows = await session.execute(
