@@ -31,7 +31,7 @@ from proxyplane.domains.invoices.pdf import (
     Party,
     render_invoice_pdf,
 )
-from proxyplane.domains.pricing import Quote
+from proxyplane.domains.pricing import Quote, QuoteLine
 from proxyplane.storage import paging
 from proxyplane.storage.models import Customer, Deposit, LedgerEntry, Service
 from proxyplane.storage.models.billing import Invoice, InvoiceCreditNote, InvoiceItem
@@ -301,13 +301,19 @@ async def render_pdf(session: AsyncSession, customer_id: int, invoice_id: str | 
     return invoice, render_invoice_pdf(await document(session, invoice))
 
 
+def _place(line: QuoteLine) -> str:
+    """`DE`, or a placed segment's `DE (region bavaria, city munich)` (issue 36)."""
+    parts = [f"{name} {value}" for name, value in (("region", line.region), ("city", line.city)) if value]
+    return f"{line.country} ({', '.join(parts)})" if parts else line.country
+
+
 def quote_invoice_lines(quote: Quote) -> list[Line]:
     """Invoice lines of a priced quote: one per segment at the volume-tier price for the whole term, then
     the partner and term discounts as negative lines. Their sum is exactly `quote.total_cents`."""
     months = quote.period_months
     lines = [
         Line(
-            humanize(f"{line.count} {quote.product_kind} IPs in {line.country}, {months_text(months)}"),
+            humanize(f"{line.count} {quote.product_kind} IPs in {_place(line)}, {months_text(months)}"),
             line.count,
             line.unit_price_cents * months,
             line.retail_monthly_cents * months,

@@ -21,6 +21,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, ValidationFailed
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.invoices import service as invoices
+from proxyplane.domains.orders import places
 from proxyplane.domains.pricing import AddIpsQuote, PriceBook, PricingError, merge_segments, quote_add_ips
 from proxyplane.domains.pricing import refresh_price_cents as refresh_price
 from proxyplane.domains.pricing.store import load_pricebooks
@@ -142,7 +143,7 @@ async def quote_add(
     book = await book_for(session, svc)
     added = _normalise(segments)
     assert svc.current_period_start is not None and svc.current_period_end is not None
-    existing = [(s["country"], s["count"]) for s in svc.segments or []]
+    existing = [places.stored_segment(s) for s in svc.segments or []]  # a bought city stays the city's
     try:
         q = quote_add_ips(
             book,
@@ -214,7 +215,7 @@ async def add_ips(
             f"{len(new_ips)} IPs added to service #{svc.number}",
             service_id=svc.service_id,
         )
-    svc.segments = [{"country": line.country, "count": line.count} for line in aq.quote.renewal.lines]
+    svc.segments = [places.segment_record(line) for line in aq.quote.renewal.lines]
     svc.renewal_price_cents = aq.new_renewal_monthly_cents
     svc.period_price_cents += charge
     svc.max_connections += book.included_connections_per_ip * len(new_ips)

@@ -12,7 +12,8 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.orders import service as orders
-from proxyplane.domains.pricing import pricing_info
+from proxyplane.domains.orders.places import place_segment
+from proxyplane.domains.pricing import Segment, pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services.schemas import ServiceOut, service_out
 from proxyplane.domains.stock import service as stock
@@ -94,6 +95,24 @@ class SegmentIn(BaseModel):
     count: int = Field(ge=1, le=100000)
 
 
+class PlacedSegmentIn(SegmentIn):
+    region: str | None = Field(
+        default=None, min_length=1, max_length=100,
+        description="only IPs the geo data places in this region (its name or ISO 3166-2 code without the "
+        "country, compared as list_cities' region_option); static pools",
+    )
+    city: str | None = Field(
+        default=None, min_length=1, max_length=100,
+        description="only IPs the geo data places in this city (compared as list_cities' city_option); "
+        "static pools",
+    )
+
+    def segment(self) -> tuple[str, int] | Segment:
+        if self.region is None and self.city is None:
+            return (self.country, self.count)
+        return place_segment(self.country, self.count, self.region, self.city)
+
+
 class AutoPlanIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     total_ips: int = Field(ge=1, le=100000, description="total IP count to spread")
@@ -136,13 +155,15 @@ class QuoteIn(BaseModel):
         json_schema_extra=KIND_ENUM,
     )
     period_months: int = Field(description="1, 3, 6 or 12", json_schema_extra=documented(enum=[1, 3, 6, 12]))
-    segments: list[SegmentIn] = Field(min_length=1, max_length=300)
+    segments: list[PlacedSegmentIn] = Field(min_length=1, max_length=300)
     geo_source: str = Field(default="maxmind", json_schema_extra=GEO_ENUM)
 
 
 class QuoteSegmentOut(BaseModel):
     country: str
     count: int
+    region: str | None = Field(default=None, description="the segment's region, as a geo key")
+    city: str | None = Field(default=None, description="the segment's city, as a geo key")
     available_ips: int
     list_unit_price_cents: int = Field(description="base price per IP per month")
     unit_price_cents: int = Field(description="per IP per month at the volume tier")
@@ -172,6 +193,8 @@ class QuoteError(BaseModel):
     monthly_cents: int | None = Field(
         default=None, description="order_below_minimum: this order's retail monthly total"
     )
+    region: str | None = Field(default=None, description="a placed segment's region (geo key)")
+    city: str | None = Field(default=None, description="a placed segment's city (geo key)")
 
 
 class QuoteOut(BaseModel):
@@ -221,7 +244,9 @@ def quote_out(priced: orders.Priced, geo_source: str) -> QuoteOut:
             QuoteSegmentOut(
                 country=line.country,
                 count=line.count,
-                available_ips=priced.availability.get(line.country, 0),
+                region=line.region,
+                city=line.city,
+                available_ips=priced.available(i),
                 list_unit_price_cents=line.list_unit_cents,
                 unit_price_cents=line.unit_price_cents,
                 volume_discount_cents=line.volume_discount_cents,
@@ -232,7 +257,7 @@ def quote_out(priced: orders.Priced, geo_source: str) -> QuoteOut:
                 retail_total_cents=opt(line.retail_total_cents),
                 partner_discount_cents=opt(line.partner_discount_cents),
             )
-            for line in q.lines
+            for i, line in enumerate(q.lines)
         ],
         volume_tier_min_ips=q.tier.min_ips,
         unit_price_cents=q.tier.unit_price_cents,
@@ -256,7 +281,7 @@ async def post_quote(ctx: Context, data: QuoteIn) -> QuoteOut:
         data.product_kind,
         data.geo_source,
         data.period_months,
-        [(s.country, s.count) for s in data.segments],
+        [s.segment() for s in data.segments],
         await _partner_percent(ctx),
     )
     return quote_out(priced, data.geo_source)
@@ -301,7 +326,7 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
         product_kind=data.product_kind,
         geo_source=data.geo_source,
         period_months=data.period_months,
-        segments=[(s.country, s.count) for s in data.segments],
+        segments=[s.segment() for s in data.segments],
         whitelist_ips=data.whitelist_ips,
         use_balance=data.use_balance,
         payment_method=data.payment_method,
@@ -363,7 +388,7 @@ AUTO_PLAN = Operation(
 )
 QUOTE = Operation(
     name="quote_composite",
-    summary="Price a mix of countries and a term. Non-binding, free, reserves nothing.",
+    summary="Price a mix of countries (or regions, cities) and a term. Non-binding, free, reserves nothing.",
     method="POST",
     path="/billing/composite/quote",
     handler=post_quote,
@@ -374,7 +399,7 @@ QUOTE = Operation(
 )
 ORDER = Operation(
     name="order_composite",
-    summary="Buy a mix of countries: one service; paid from the wallet and/or a processor checkout.",
+    summary="Buy a mix of countries (or regions, cities): one service; paid from the wallet and/or checkout.",
     method="POST",
     path="/billing/composite/order",
     handler=post_order,

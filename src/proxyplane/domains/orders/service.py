@@ -25,7 +25,7 @@ from proxyplane.core.errors import InsufficientBalance, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.events import services as service_events
 from proxyplane.domains.orders import context as order_context
-from proxyplane.domains.orders import paid_in_full, rows
+from proxyplane.domains.orders import paid_in_full, places, rows
 from proxyplane.domains.orders.quoting import Priced as Priced
 from proxyplane.domains.orders.quoting import SegmentError as SegmentError
 from proxyplane.domains.orders.quoting import check_whitelist as check_whitelist
@@ -34,6 +34,7 @@ from proxyplane.domains.orders.quoting import quote_segments
 from proxyplane.domains.pricing import (
     PriceBook,
     Quote,
+    Segment,
     order_minimum,
 )
 from proxyplane.domains.services import service as services
@@ -90,20 +91,30 @@ def _check_order(book: PriceBook, quote: Quote, product_kind: str, geo_source: s
 
 
 def _out_of_stock(
-    product_kind: str, geo_source: str, lines: Sequence[tuple[str, int]], missing: Sequence[tuple[str, int]]
+    product_kind: str,
+    geo_source: str,
+    quote: Quote,
+    wants: Sequence[alloc.Want],
+    missing: Sequence[alloc.Want],
 ) -> stock.OutOfStock:
-    short = dict(missing)
-    errors = [
-        SegmentError(
-            country,
-            count,
-            count - short[country],
-            f"only {count - short[country]} {product_kind} IPs available in {country} ({geo_source})",
-            "insufficient_stock",
+    short = {(c, p): n for c, n, p in missing}
+    errors = []
+    for line, (country, count, place) in zip(quote.lines, wants, strict=True):
+        if (country, place) not in short:
+            continue
+        have = count - short[(country, place)]
+        where = places.place_text(line) if place is not None else country
+        errors.append(
+            SegmentError(
+                country,
+                count,
+                have,
+                f"only {have} {product_kind} IPs available in {where} ({geo_source})",
+                "insufficient_stock",
+                region=line.region,
+                city=line.city,
+            )
         )
-        for country, count in lines
-        if country in short
-    ]
     return stock.OutOfStock(errors[0].message, errors=[e.__dict__ for e in errors])
 
 
@@ -123,7 +134,7 @@ def _new_service(
         status="pending",
         period_months=quote.period_months,
         geo_source=geo_source,
-        segments=[{"country": line.country, "count": line.count} for line in quote.lines],
+        segments=[places.segment_record(line) for line in quote.lines],
         parameters={},
         purchase_key=None,
         started_at=None,
@@ -198,7 +209,7 @@ async def place_order(
     product_kind: str,
     geo_source: str,
     period_months: int,
-    segments: Sequence[tuple[str, int]],
+    segments: Sequence[tuple[str, int] | Segment],
     whitelist_ips: Sequence[str] | None,
     use_balance: bool,
     payment_method: str,
@@ -219,6 +230,8 @@ async def place_order(
     quote = quote_segments(ctx.book, segments, period_months, partner)
     _check_order(ctx.book, quote, product_kind, geo_source)
     lines = [(line.country, line.count) for line in quote.lines]
+    place_of = await places.resolve(session, product_kind, geo_source, quote.lines)  # {} unless placed
+    wants = [(c, n, place_of[i].filter if i in place_of else None) for i, (c, n) in enumerate(lines)]
     total = quote.total_cents
     included = ctx.book.included_connections_per_ip
     password = services.new_password()  # kept in plain for the response: no decrypt of what was encrypted
@@ -226,7 +239,7 @@ async def place_order(
     ips: list[Allocated] | None = None
     recorded = False  # the invoice, ledger entry and events already written (paid_in_full)
     in_full = use_balance and 0 < total <= ctx.balance_cents and product_kind != IPV6_KIND
-    in_full = in_full and order_statements.available(session)  # the lean PostgreSQL statement
+    in_full = in_full and order_statements.available(session) and not place_of  # the lean PG statement
     held_elsewhere = alloc.skips_held_rows(session)  # a take may come back short while others hold stock
     if held_elsewhere and not in_full:
         await savepoints.open_savepoint(session, PLACE_SAVEPOINT)
@@ -257,8 +270,9 @@ async def place_order(
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
         _settle(svc, taken.cents if taken else 0)
         await service_rows.insert_service(session, svc, wl)
-        ips = await alloc.take(session, svc.service_id, product_kind, geo_source, lines)
-    missing = alloc.shortfall(lines, ips)
+        ips, missing = await alloc.take_wants(session, svc.service_id, product_kind, geo_source, wants)
+    else:
+        missing = [(c, n, None) for c, n in alloc.shortfall(lines, ips)]
     if missing and held_elsewhere:
         # rows with room held by concurrent orders (or no stock): start again from the savepoint, this
         # time stock first (waiting in id order), then the wallet, so no two orders wait in a cycle
@@ -266,15 +280,17 @@ async def place_order(
         await services.expire_due(session)
         svc = _new_service(box, customer_id, quote, geo_source, included, password)
         await service_rows.insert_service(session, svc, wl)
-        ips, missing = await alloc.take_waiting(session, svc.service_id, product_kind, geo_source, lines)
+        ips, missing = await alloc.take_wants_waiting(
+            session, svc.service_id, product_kind, geo_source, wants
+        )
         if missing:
-            raise _out_of_stock(product_kind, geo_source, lines, missing)
+            raise _out_of_stock(product_kind, geo_source, quote, wants, missing)
         taken = await _from_wallet(session, customer_id, total, use_balance, balance_only)
         _settle(svc, taken.cents if taken else 0)
         await service_rows.update_service(session, svc, *_SETTLED)
     elif missing:  # SQLite (one writer): free the IPs of services whose term is over, then try again
         await services.expire_due(session)
-        more, missing = await alloc.take_waiting(
+        more, missing = await alloc.take_wants_waiting(
             session,
             svc.service_id,
             product_kind,
@@ -283,7 +299,7 @@ async def place_order(
             exclude={a.ip_id for a in ips},
         )
         if missing:
-            raise _out_of_stock(product_kind, geo_source, lines, missing)
+            raise _out_of_stock(product_kind, geo_source, quote, wants, missing)
         ips = sorted([*ips, *more], key=lambda a: a.ip_id)
     paid = taken.cents if taken else 0
     due = total - paid
@@ -303,8 +319,10 @@ async def place_order(
         await service_rows.update_service(session, svc, "deposit_id")
     if not recorded:  # (recorded: the statement wrote them, and the repository counted the debit)
         await rows.record(session, ctx, svc, quote, taken, due, payment_method)
-    availability = {country: count for country, count in lines}  # the order took them all
-    priced = Priced(quote, (), availability, included)
+    availability: dict[str, int] = {}
+    for country, count in lines:  # the order took them all
+        availability[country] = availability.get(country, 0) + count
+    priced = Priced(quote, (), availability, included, {i: lines[i][1] for i in place_of})
     return OrderResult(svc, priced, paid, due, deposit, tuple(ips), tuple(wl), password)
 
 

@@ -28,6 +28,8 @@ from proxyplane.domains.pricing.rules import PriceBook, PricingError, VolumeTier
 class Segment:
     country: str
     count: int
+    region: str | None = None  # issue 36: a static order's place, as geo keys (core/place_names.py)
+    city: str | None = None
 
 
 SegmentInput = Segment | tuple[str, int]
@@ -47,6 +49,8 @@ class QuoteLine:
     total_cents: int  # over the period
     retail_term_discount_cents: int
     retail_total_cents: int
+    region: str | None = None  # the segment's place (geo keys), if it named one
+    city: str | None = None
 
     @property
     def gross_monthly_cents(self) -> int:
@@ -118,10 +122,13 @@ class Quote:
 def _segments(segments: Iterable[SegmentInput]) -> tuple[Segment, ...]:
     result = []
     for seg in segments:
-        country, count = (seg.country, seg.count) if isinstance(seg, Segment) else seg
+        if isinstance(seg, Segment):
+            country, count, region, city = seg.country, seg.count, seg.region, seg.city
+        else:
+            (country, count), region, city = seg, None, None
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise PricingError(f"segment {country}: count must be a positive integer, got {count!r}")
-        result.append(Segment(country, count))
+        result.append(Segment(country, count, region, city))
     if not result:
         raise PricingError("at least one segment is required")
     return tuple(result)
@@ -168,6 +175,8 @@ def quote_lines(
                 total_cents=monthly * period_months - term_discount,
                 retail_term_discount_cents=retail_term_discount,
                 retail_total_cents=retail_monthly * period_months - retail_term_discount,
+                region=seg.region,
+                city=seg.city,
             )
         )
     return Quote(
@@ -219,11 +228,12 @@ def order_minimum_error(pricebook: PriceBook, quote: Quote) -> str | None:
 
 
 def merge_segments(segments: Iterable[SegmentInput]) -> list[Segment]:
-    """Sum counts per country, keeping the order of first appearance."""
-    counts: dict[str, int] = {}
+    """Sum counts per place (country, region, city), keeping the order of first appearance."""
+    counts: dict[tuple[str, str | None, str | None], int] = {}
     for seg in _segments(segments):
-        counts[seg.country] = counts.get(seg.country, 0) + seg.count
-    return [Segment(country, count) for country, count in counts.items()]
+        key = (seg.country, seg.region, seg.city)
+        counts[key] = counts.get(key, 0) + seg.count
+    return [Segment(country, count, region, city) for (country, region, city), count in counts.items()]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ class ServiceIpOut(BaseModel):
 class SegmentOut(BaseModel):
     country: str
     count: int
+    region: str | None = Field(default=None, description="the region the IPs were bought in (geo key)")
+    city: str | None = Field(default=None, description="the city the IPs were bought in (geo key)")
 
 
 class ServiceOut(BaseModel):

@@ -23,6 +23,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.repos import stock as repo
 from proxyplane.storage.repos.stock import Allocated as Allocated
+from proxyplane.storage.repos.stock import PlaceFilter
 from proxyplane.storage.repos.stock import country_column as country_column
 from proxyplane.storage.repos.stock import skips_held_rows as skips_held_rows
 
@@ -91,3 +92,64 @@ async def take_waiting(
         seen.update(a.ip_id for a in got)
         missing = shortfall(missing, got)
     return taken, missing
+
+
+Want = tuple[str, int, PlaceFilter | None]  # (country, count, place): a segment, placed or not (issue 36)
+
+
+async def take_wants(
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    product_kind: str,
+    geo_source: str,
+    wants: Sequence[Want],
+    *,
+    exclude: set[int] | frozenset[int] = frozenset(),
+    wait: bool = False,
+) -> tuple[list[Allocated], list[Want]]:
+    """`take` for segments that may name a place: the placed ones first, cities before regions (a take
+    for the whole country must not use the IPs a city needs), one statement each; then the others in one
+    statement, as `take`. Returns (taken in ip id order, what is still missing)."""
+    taken: list[Allocated] = []
+    seen = set(exclude)
+    missing: list[Want] = []
+    placed = [w for w in wants if w[2] is not None and w[1] > 0]
+    placed.sort(key=lambda w: w[2] is None or w[2].cities is None)
+    for country, count, place in placed:
+        got = await repo.take_ips(
+            session, service_id, product_kind, geo_source, [(country, count)], seen, wait, utcnow(), place
+        )
+        taken += got
+        seen.update(a.ip_id for a in got)
+        if len(got) < count:
+            missing.append((country, count - len(got), place))
+    plain = [(c, n) for c, n, p in wants if p is None and n > 0]
+    if plain:
+        got = await take(session, service_id, product_kind, geo_source, plain, exclude=seen, wait=wait)
+        taken += got
+        missing += [(c, n, None) for c, n in shortfall(plain, got)]
+    return sorted(taken, key=lambda a: a.ip_id), missing
+
+
+async def take_wants_waiting(
+    session: AsyncSession,
+    service_id: uuid.UUID,
+    product_kind: str,
+    geo_source: str,
+    wants: Sequence[Want],
+    *,
+    exclude: set[int] | frozenset[int] = frozenset(),
+) -> tuple[list[Allocated], list[Want]]:
+    """`take_waiting` for segments that may name a place."""
+    taken: list[Allocated] = []
+    seen = set(exclude)
+    missing = [w for w in wants if w[1] > 0]
+    while missing:
+        got, missing = await take_wants(
+            session, service_id, product_kind, geo_source, missing, exclude=seen, wait=True
+        )
+        if not got:
+            break
+        taken += got
+        seen.update(a.ip_id for a in got)
+    return sorted(taken, key=lambda a: a.ip_id), missing

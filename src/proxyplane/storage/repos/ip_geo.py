@@ -131,3 +131,20 @@ async def city_counts(
     if country is not None:
         query = query.where(col == country)
     return [(str(c), r, ci, int(n)) for c, r, ci, n in await session.execute(query)]
+
+
+async def place_counts(
+    session: AsyncSession, pool: str, geo_source: str, country: str
+) -> list[tuple[str | None, str | None, str | None, int]]:
+    """(region, region code, city, IPs with a free slot) of a static pool's live stock in one stock
+    country that the geo data places, per place: what a static order's region/city is matched against."""
+    col = StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
+    query = (
+        select(IpGeo.region, IpGeo.region_code, IpGeo.city, func.count())
+        .select_from(StockIp)
+        .join(IpGeo, (IpGeo.address == StockIp.address) & (IpGeo.geo_source == geo_source))
+        .where(StockIp.product_kind == pool, StockIp.retired_at.is_(None), col == country)
+        .where(StockIp.assigned_count < StockIp.capacity)
+        .group_by(IpGeo.region, IpGeo.region_code, IpGeo.city)
+    )
+    return [(r, rc, ci, int(n)) for r, rc, ci, n in await session.execute(query)]

@@ -48,11 +48,42 @@ def country_column(geo_source: str) -> str:
     return "country_ripe" if geo_source == "ripe" else "country_maxmind"
 
 
+@dataclass(frozen=True)
+class PlaceFilter:
+    """A static order's place (issue 36): the exact ip_geo names of one geo source its IPs must have
+    (None: any; an empty tuple: none fits)."""
+
+    geo_source: str
+    regions: tuple[str, ...] | None = None
+    cities: tuple[str, ...] | None = None
+
+
+def place_sql(place: PlaceFilter | None, params: dict[str, Any]) -> str:
+    """The condition a stock row lies in `place` (its ip_geo row, by primary key), its parameters added."""
+    if place is None:
+        return ""
+    params["pl_source"] = place.geo_source
+    conds = ["g.address = stock_ips.address", "g.geo_source = :pl_source"]
+    for column, names in (("region", place.regions), ("city", place.cities)):
+        if names == ():
+            return " AND 1 = 0"  # the place has no stock: nothing is taken
+        if names:
+            keys = [f"pl_{column}{j}" for j in range(len(names))]
+            params.update(zip(keys, names, strict=True))
+            conds.append(f"g.{column} IN ({', '.join(':' + k for k in keys)})")
+    return f" AND EXISTS (SELECT 1 FROM ip_geo g WHERE {' AND '.join(conds)})"
+
+
 def pick_sql(
-    segments: Sequence[tuple[str, int]], col: str, postgres: bool, wait: bool, exclude: bool
+    segments: Sequence[tuple[str, int]],
+    col: str,
+    postgres: bool,
+    wait: bool,
+    exclude: bool,
+    place: PlaceFilter | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """One `SELECT id FROM (... LIMIT n) UNION ALL ...` over the segments; its parameters (a fragment of
-    the lean order statement too: storage/repos/orders.py)."""
+    """One `SELECT id FROM (... LIMIT n) UNION ALL ...` over the segments (every one in `place`, if
+    given); its parameters (a fragment of the lean order statement too: storage/repos/orders.py)."""
     params: dict[str, Any] = {}
     parts = []
     if postgres:
@@ -62,6 +93,7 @@ def pick_sql(
     else:
         lock, order = "", "assigned_count, id"
         skip = " AND id NOT IN :exclude" if exclude else ""
+    skip += place_sql(place, params)
     for i, (country, count) in enumerate(segments):
         params[f"c{i}"], params[f"n{i}"] = country, count
         parts.append(
@@ -103,12 +135,13 @@ async def take_ips(
     exclude: set[int] | frozenset[int],
     wait: bool,
     now: datetime,
+    place: PlaceFilter | None = None,
 ) -> list[Allocated]:
-    """Take up to `count` IPs per (country, count > 0), never one of `exclude`, recorded in service_ips
-    (see the module docstring); in ip id order."""
+    """Take up to `count` IPs per (country, count > 0), never one of `exclude`, only IPs in `place` if
+    given, recorded in service_ips (see the module docstring); in ip id order."""
     postgres = is_postgres(session)
     col = country_column(geo_source)
-    picks, params = pick_sql(wanted, col, postgres, wait, bool(exclude))
+    picks, params = pick_sql(wanted, col, postgres, wait, bool(exclude), place)
     params["kind"] = product_kind
     update = (
         f"UPDATE stock_ips SET assigned_count = assigned_count + 1 WHERE {picked_ids(picks, postgres)}"

@@ -1,0 +1,133 @@
+"""Static IPs bought per region or city (issue 36): a segment's `region`/`city` are matched, as geo keys
+(core/place_names.py: the username's -region-/-city- values, what list_cities lists), against the geo data
+(ip_geo) of the order's geo source over the pool's free stock of the segment's country. A match becomes
+the exact names the allocation filters on (storage/repos/stock.PlaceFilter)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from proxyplane.core.errors import ValidationFailed
+from proxyplane.core.place_names import geo_key
+from proxyplane.domains.pricing import QuoteLine, Segment
+from proxyplane.storage.models.prefixes import IPV6_KIND
+from proxyplane.storage.repos import ip_geo
+from proxyplane.storage.repos.stock import PlaceFilter
+
+NEARBY = 8  # names of places with stock listed in a refusal
+Row = tuple[str | None, str | None, str | None, int]  # region, region code, city, free IPs
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One placed segment: what the allocation filters on, the free IPs there, and (for a refusal) the
+    places of the same kind (cities, or regions) that have free IPs in the country, most first."""
+
+    filter: PlaceFilter
+    available: int
+    nearby: tuple[str, ...]
+
+
+def place_segment(country: str, count: int, region: str | None, city: str | None) -> Segment:
+    """A segment with its place as geo keys; a name with no letter or digit is refused."""
+    keys: list[str | None] = []
+    for field, value in (("region", region), ("city", city)):
+        key = geo_key(value) if value is not None else None
+        if value is not None and not key:
+            raise ValidationFailed(f"segment {country}: {field} {value!r} names no place", field="segments")
+        keys.append(key)
+    return Segment(country, count, keys[0], keys[1])
+
+
+def segment_record(line: QuoteLine) -> dict[str, object]:
+    """A service's segment as stored: country and count, and the place a placed segment names."""
+    record: dict[str, object] = {"country": line.country, "count": line.count}
+    if line.region is not None:
+        record["region"] = line.region
+    if line.city is not None:
+        record["city"] = line.city
+    return record
+
+
+def stored_segment(record: dict[str, Any]) -> Segment:
+    """A service's stored segment back as a Segment (its place kept)."""
+    return Segment(record["country"], int(record["count"]), record.get("region"), record.get("city"))
+
+
+def is_placed(line: QuoteLine | Segment) -> bool:
+    return line.region is not None or line.city is not None
+
+
+def place_text(line: QuoteLine) -> str:
+    """`DE`, `DE, city 'munich'`, `US, region 'ca', city 'losangeles'` (messages)."""
+    parts = [line.country]
+    if line.region is not None:
+        parts.append(f"region {line.region!r}")
+    if line.city is not None:
+        parts.append(f"city {line.city!r}")
+    return ", ".join(parts)
+
+
+def _fits(row: Row, region: str | None, city: str | None) -> bool:
+    name, code, town, _ = row
+    if city is not None and (town is None or geo_key(town) != city):
+        return False
+    if region is None:
+        return True
+    return (name is not None and geo_key(name) == region) or (code is not None and code.lower() == region)
+
+
+async def resolve(
+    session: AsyncSession, product_kind: str, geo_source: str, lines: Sequence[QuoteLine]
+) -> dict[int, Placed]:
+    """Per placed line (by index): its filter and free IPs. One grouped read per country named."""
+    placed = [i for i, line in enumerate(lines) if is_placed(line)]
+    if not placed:
+        return {}
+    if product_kind == IPV6_KIND:
+        raise ValidationFailed(
+            "region and city are not sold for proxy_ipv6 (subnets are placed per prefix: order per country)",
+            field="segments",
+        )
+    by_country: dict[str, list[Row]] = {}
+    out: dict[int, Placed] = {}
+    for i in placed:
+        line = lines[i]
+        if line.country not in by_country:
+            by_country[line.country] = await ip_geo.place_counts(
+                session, product_kind, geo_source, line.country
+            )
+        rows = by_country[line.country]
+        hits = [r for r in rows if _fits(r, line.region, line.city)]
+        regions = tuple(sorted({r[0] for r in hits if r[0]})) if line.region is not None else None
+        cities = tuple(sorted({r[2] for r in hits if r[2]})) if line.city is not None else None
+        place = PlaceFilter(geo_source, regions, cities)
+        out[i] = Placed(place, sum(r[3] for r in hits), _nearby(rows, line))
+    return out
+
+
+def _nearby(rows: Sequence[Row], line: QuoteLine) -> tuple[str, ...]:
+    """The cities (a city asked) or regions with free IPs in the line's country (in the asked region, for
+    a city asked within one), most free IPs first."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if line.city is not None and line.region is not None and not _fits(row, line.region, None):
+            continue
+        name = row[2] if line.city is not None else row[0]
+        if name:
+            counts[geo_key(name)] = counts.get(geo_key(name), 0) + row[3]
+    return tuple(k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:NEARBY])
+
+
+def refusal(line: QuoteLine, placed: Placed, product_kind: str, geo_source: str) -> str:
+    have = placed.available
+    where = place_text(line)
+    if have:
+        return f"only {have} {product_kind} IPs available in {where} ({geo_source})"
+    kind = "cities" if line.city is not None else "regions"
+    hint = f"; {kind} with free IPs there: {', '.join(placed.nearby)}" if placed.nearby else ""
+    return f"no {product_kind} IPs available in {where} ({geo_source}){hint}"
