@@ -406,7 +406,8 @@ def authenticate(
     if not entry.active:
         raise refused(AuthFailure.SUSPENDED, entry)
     if entry.quota is not None and quotas.refused(entry, access.sub_counts):
-        raise AuthError(quotas.QUOTA_TEXT, quotas.QUOTA_EXHAUSTED, entry.service_id)
+        why = quotas.reason(entry)  # quota_exhausted, or insufficient_balance (pay as you go)
+        raise AuthError(quotas.text(why), why, entry.service_id)
     owner = entry.parent or entry
     if owner.max_client_ips and not access.client_ips.admit(
         owner.service_id, client_ip, owner.max_client_ips, owner.client_ip_policy

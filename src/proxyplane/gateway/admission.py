@@ -12,7 +12,7 @@ from .protocol import socks5
 from .protocol.http_proxy import Credentials
 from .protocol.http_response import auth_required, build_reply
 from .protocol.username import UsernameError
-from .quotas import QUOTA_EXHAUSTED, proxy_status
+from .quotas import INSUFFICIENT_BALANCE, QUOTA_EXHAUSTED, proxy_status
 from .routing import RoutingError
 from .upstream import literal_family
 
@@ -36,6 +36,9 @@ def http_credentials(ctx: Context, static_ip: str | None, client_ip: str, auth: 
         ctx.error(exc.service_id, host, exc.reason)
         if exc.reason == QUOTA_EXHAUSTED:  # 402: buy more traffic (gateway/quotas.py)
             status = proxy_status(QUOTA_EXHAUSTED, "traffic quota used up")
+            return build_reply(402, str(exc), headers=(status,))
+        if exc.reason == INSUFFICIENT_BALANCE:  # 402: top up the wallet (pay as you go)
+            status = proxy_status(INSUFFICIENT_BALANCE, "the wallet cannot pay for the next unit")
             return build_reply(402, str(exc), headers=(status,))
         if exc.reason == CLIENT_IP_LIMIT:  # 429: too many client addresses (gateway/client_ips.py)
             status = proxy_status(CLIENT_IP_LIMIT, "too many client addresses for this service")

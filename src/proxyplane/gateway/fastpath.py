@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from . import engine_module
 from .access import Grant
 from .capacity import PER_CONNECTION
-from .quotas import QUOTA_EXHAUSTED, refused
+from .quotas import reason, refused
 from .routing import RoutingError
 from .upstream import literal_family
 
@@ -222,10 +222,11 @@ class FastPath:
             if not refused(entry, counts):
                 continue
             self.quota_svcs.discard(svc)  # cached again (and checked) when Python admits it again
+            why = reason(entry)  # quota_exhausted, or insufficient_balance (pay as you go)
             for entry_id in self.engine.fast_cut(svc):
                 rec = self.records.get(entry_id)
                 if rec is not None:
-                    meter.record(sid, rec.host, error=QUOTA_EXHAUSTED)
+                    meter.record(sid, rec.host, error=why)
 
     def sweep(self) -> None:
         """Every second: the limiter follows the open fast tunnels; unused slots go back to the budget

@@ -29,6 +29,14 @@ QUOTA_TEXT = (
 )
 
 
+INSUFFICIENT_BALANCE = "insufficient_balance"  # a pay-as-you-go service the wallet cannot pay for
+BALANCE_TEXT = (
+    "insufficient_balance: this pay-as-you-go service's wallet cannot pay for the next unit of traffic; "
+    "top up the wallet (POST /v1/customer/wallet/deposit/init or the dashboard's wallet page) and it serves "
+    "again"
+)
+
+
 @dataclass(slots=True)
 class QuotaEntry:
     """A service's quota as loaded from the store (immutable by convention, like ServiceEntry)."""
@@ -40,6 +48,7 @@ class QuotaEntry:
     used_requests: int = 0
     limit_reached: bool = False
     baseline: tuple[int, int] = (0, 0)  # this node's flushed (bytes, requests) when the entry was indexed
+    payg: bool = False  # pay as you go: the limit is what the wallet covers (domains/quotas/payg.py)
 
 
 def track(quota: QuotaEntry, counts: SubCounts) -> None:
@@ -59,6 +68,16 @@ def refused(entry: ServiceEntry, counts: SubCounts) -> bool:
 
     quota = entry.quota
     return quota is not None and over_traffic(quota, counts, quota.key)
+
+
+def reason(entry: ServiceEntry) -> str:
+    """The refusal of a service over its limit: ``insufficient_balance`` (pay as you go) or
+    ``quota_exhausted``."""
+    return INSUFFICIENT_BALANCE if entry.quota is not None and entry.quota.payg else QUOTA_EXHAUSTED
+
+
+def text(reason_: str) -> str:
+    return BALANCE_TEXT if reason_ == INSUFFICIENT_BALANCE else QUOTA_TEXT
 
 
 def proxy_status(error: str, details: str) -> tuple[str, str]:

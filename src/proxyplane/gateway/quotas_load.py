@@ -38,4 +38,5 @@ def quota_entry(service_id: str, row: Sequence[Any], now: datetime) -> QuotaEntr
         int(used_b or 0),
         int(used_r or 0),
         bool(reached),
+        payg=period == "payg",
     )

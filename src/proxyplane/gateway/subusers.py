@@ -149,8 +149,10 @@ def over_traffic(sub: SubuserEntry | QuotaEntry, counts: SubCounts, mid: str) ->
 def cut_refused(meter: Meter, access: AccessProvider) -> int:
     """End the open tunnels of sub-users refused now (traffic limit reached, disabled) and of services
     over their quota (quotas.py); the count cut. Each is metered under its reason
-    (``subuser_traffic_limit`` / ``subuser_disabled`` / ``quota_exhausted``) like a refusal."""
-    from .quotas import QUOTA_EXHAUSTED, refused
+    (``subuser_traffic_limit`` / ``subuser_disabled`` / ``quota_exhausted`` / ``insufficient_balance``)
+    like a refusal."""
+    from .quotas import reason as quota_reason
+    from .quotas import refused
 
     cut = 0
     counts = meter.sub_counts
@@ -160,7 +162,7 @@ def cut_refused(meter: Meter, access: AccessProvider) -> int:
         entry = access.get(flow.service_id)
         if entry is None:
             continue  # gone from the table (deleted): left to end by itself
-        reason: str | None = QUOTA_EXHAUSTED if refused(entry, counts) else None
+        reason: str | None = quota_reason(entry) if refused(entry, counts) else None
         if reason is None and entry.subuser is not None:
             reason = refusal(entry, None, counts)
         if reason is not None:

@@ -21,6 +21,7 @@ from proxyplane.jobs.background import background
 from proxyplane.jobs.idempotency_prune import prune_idempotency
 from proxyplane.jobs.mail_pass import remind_pass
 from proxyplane.jobs.oauth_prune import prune_oauth
+from proxyplane.jobs.payg_pass import payg_pass
 from proxyplane.jobs.renewal_pass import run_pass
 from proxyplane.jobs.stock_free_fold import fold_free_counts
 from proxyplane.observability import metrics
@@ -45,6 +46,7 @@ async def run_once(
     await prune_oauth(platform.db)  # spent OAuth requests and tokens, by the real clock too
     await fold_free_counts(platform.db)  # the stock's free-count deltas, one row per key (issue 15)
     await remind_pass(platform, now)  # expiry reminders by email, 3 days and 1 day before (issue 34)
+    await payg_pass(platform.db, now)  # pay-as-you-go hours billed, refused services re-opened (issue 32.4)
     return report
 
 

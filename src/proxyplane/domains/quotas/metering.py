@@ -8,7 +8,9 @@ the number of services (per BATCH):
 3. the due auto top-ups (threshold reached, fewer than the customer's maximum this period): each buys its
    GB from the wallet (domains/quotas/service.add_traffic); a wallet that cannot pay skips it (never a
    negative balance) and the service is refused at its limit as without top-up;
-4. per threshold (80, then 100), one UPDATE ... RETURNING of the rows whose level reached it while
+4. the pay-as-you-go services among them are billed and re-limited (domains/quotas/payg.settle: one
+   ledger entry a service an hour at most, never a negative balance, refused when the wallet cannot pay);
+5. per threshold (80, then 100), one UPDATE ... RETURNING of the rows whose level reached it while
    notified_pct is below: notified_pct (and limit_reached at 100) set, `service.quota_80` /
    `service.quota_100` events (webhook deliveries) per customer.
 
@@ -29,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.events.service import emit_many
+from proxyplane.domains.quotas import payg
 from proxyplane.domains.quotas.service import add_traffic, reset_due
 from proxyplane.storage.models import Service
 from proxyplane.storage.repos import quotas as repo
@@ -94,16 +97,18 @@ async def _notify(session: AsyncSession, crossed: list[Any]) -> None:
         await emit_many(session, customer, items)
 
 
-async def apply_usage(session: AsyncSession, minutes: list[dict[str, Any]]) -> None:
+async def apply_usage(session: AsyncSession, minutes: list[dict[str, Any]], now: Any = None) -> None:
     """Add a flush's service minute rows (usage_minutes values: "service_id", "bytes_up", "bytes_down",
     "requests", ...) to the services' quotas (see the module doc), in the caller's transaction."""
-    await reset_due(session, utcnow())
+    now = now or utcnow()
+    await reset_due(session, now)
     items = sorted(((sid, b, r) for sid, (b, r) in totals(minutes).items()), key=lambda t: str(t[0]))
     if not items:
         return
     await repo.add_counters(session, items)
     ids = [sid for sid, _b, _r in items]
     await _auto_topups(session, ids)
+    await payg.settle_ids(session, ids, now)
     # 80 then 100: a flush that jumps past 80 % straight to the limit sends both, in order
     crossed = [*await repo.crossings(session, ids, 80), *await repo.crossings(session, ids, 100)]
     if crossed:

@@ -30,9 +30,19 @@ class AutoTopupOut(BaseModel):
     done_this_period: int
 
 
+class PaygOut(BaseModel):
+    unit_bytes: int = Field(description="the unit billed: each started unit is charged once")
+    unit_cents: int = Field(description="the price of one unit")
+    billed_units: int = Field(description="units charged so far (ledger kind payg, an entry an hour at most)")
+    owed_units: int = Field(description="units started, charged with the next hour's entry")
+
+
 class QuotaOut(BaseModel):
     service_id: uuid.UUID
-    period: str = Field(description="term (reset on renewal), month (calendar month, UTC) or none (never)")
+    period: str = Field(
+        description="term (reset on renewal), month (calendar month, UTC), none (never) or payg (pay as you "
+        "go: the limit is what the wallet covers)"
+    )
     period_start: datetime | None
     resets_at: datetime | None = Field(description="when the period ends and the use resets; null: never")
     quota_bytes: int | None = Field(description="the plan's traffic per period; null: traffic not metered")
@@ -43,9 +53,13 @@ class QuotaOut(BaseModel):
     quota_requests: int | None = Field(description="the plan's requests per period; null: not metered")
     used_requests: int
     left_requests: int | None
-    exhausted: bool = Field(description="true: the gateway refuses the service (quota_exhausted)")
+    exhausted: bool = Field(
+        description="true: the gateway refuses the service (quota_exhausted; pay as you go: "
+        "insufficient_balance)"
+    )
     gb_price_cents: int = Field(description="the price of 1 GB (10^9 bytes) of add_traffic")
     auto_topup: AutoTopupOut | None = Field(description="null: off")
+    payg: PaygOut | None = Field(default=None, description="pay as you go: its billing; null: not")
 
 
 def quota_out(u: quotas.Usage) -> QuotaOut:
@@ -66,6 +80,7 @@ def quota_out(u: quotas.Usage) -> QuotaOut:
         exhausted=u.exhausted,
         gb_price_cents=u.gb_price_cents,
         auto_topup=auto,
+        payg=None if u.payg is None else PaygOut(**u.payg),
     )
 
 

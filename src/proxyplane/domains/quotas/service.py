@@ -20,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, PriceChanged, ValidationFailed
 from proxyplane.domains.invoices import service as invoices
+from proxyplane.domains.quotas import payg
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service
-from proxyplane.storage.models.quotas import PERIODS, ServiceQuota
+from proxyplane.storage.models.quotas import PAYG, PERIODS, ServiceQuota
 from proxyplane.storage.repos import quotas as repo
 
 GB = 1_000_000_000  # decimal, as traffic is sold
@@ -39,12 +40,17 @@ class Plan:
     quota_requests: int | None
     period: str
     gb_price_cents: int
+    unit_bytes: int | None = None  # pay as you go: the unit billed per started unit (payg.py)
 
 
 def plan_of(parameters: dict[str, Any] | None) -> Plan | None:
     """The metered plan of a service's (or a product's config) parameters; None when nothing is metered.
     A "requests" plan meters requests only, a "bandwidth" plan bytes only (as the dashboard reads them)."""
     params = parameters or {}
+    if params.get("plan") == PAYG:  # billed per started unit from the wallet (payg.py)
+        unit = params.get("payg_unit_bytes", payg.GB)
+        unit = unit if isinstance(unit, int) and payg.MIN_UNIT <= unit <= payg.MAX_UNIT else payg.GB
+        return Plan(0, None, PAYG, _positive(params.get("gb_price_cents")) or 0, unit)
     qb, qr = _positive(params.get("quota_bytes")), _positive(params.get("quota_requests"))
     if params.get("plan") == "requests":
         qb = None
@@ -65,6 +71,8 @@ def validate_config(config: dict[str, Any]) -> None:
         raise ValidationFailed(
             f"quota_period must be one of {', '.join(PERIODS)}", field="config.quota_period"
         )
+    if config.get("plan") == PAYG:
+        payg.unit_of(config)
     price = config.get("gb_price_cents", 0)
     if not isinstance(price, int) or isinstance(price, bool) or price < 0:
         raise ValidationFailed("gb_price_cents must be an integer >= 0", field="config.gb_price_cents")
@@ -94,9 +102,9 @@ async def ensure_row(session: AsyncSession, svc: Service, now: datetime | None =
     resets: datetime | None = None
     if plan.period == "month":
         start, resets = month_bounds(now)
-    elif plan.period == "none":
+    elif plan.period in ("none", PAYG):
         start = now
-    return await repo.create(
+    row = await repo.create(
         session,
         svc.service_id,
         period=plan.period,
@@ -105,7 +113,11 @@ async def ensure_row(session: AsyncSession, svc: Service, now: datetime | None =
         gb_price_cents=plan.gb_price_cents,
         period_start=start,
         resets_at=resets,
+        payg_unit_bytes=plan.unit_bytes,
     )
+    if plan.period == PAYG:  # its first limit: what the wallet covers now
+        await payg.settle(session, row, svc, now)
+    return row
 
 
 async def renewed(session: AsyncSession, service_id: uuid.UUID, now: datetime) -> None:
@@ -139,6 +151,7 @@ class Usage:
     exhausted: bool
     gb_price_cents: int
     auto_topup: dict[str, int] | None  # {"threshold_pct", "gb", "max_per_period", "done_this_period"}
+    payg: dict[str, int] | None = None  # {"unit_bytes", "unit_cents", "billed_units", "owed_units"}
 
 
 def usage_of(row: ServiceQuota, svc: Service, now: datetime | None = None) -> Usage:
@@ -161,11 +174,19 @@ def usage_of(row: ServiceQuota, svc: Service, now: datetime | None = None) -> Us
             "max_per_period": row.auto_max,
             "done_this_period": row.auto_count,
         }
+    bill = None
+    if row.period == PAYG:
+        bill = {
+            "unit_bytes": row.payg_unit_bytes or payg.GB,
+            "unit_cents": row.gb_price_cents,
+            "billed_units": row.billed_units,
+            "owed_units": payg.owed(row),
+        }
     return Usage(
         svc.service_id,
         row.period,
         start,
-        None if row.period == "none" else resets,
+        None if row.period in ("none", PAYG) else resets,
         row.quota_bytes,
         extra,
         limit,
@@ -177,6 +198,7 @@ def usage_of(row: ServiceQuota, svc: Service, now: datetime | None = None) -> Us
         left_b == 0 or left_r == 0,
         row.gb_price_cents,
         auto,
+        bill,
     )
 
 
@@ -206,6 +228,8 @@ async def _metered_row(session: AsyncSession, svc: Service) -> ServiceQuota:
     row = await repo.locked(session, svc.service_id)
     if row is None or row.quota_bytes is None:
         raise Conflict(f"service {svc.service_id} has no traffic quota: traffic cannot be added to it")
+    if row.period == PAYG:
+        raise Conflict(f"service {svc.service_id} is pay as you go: it pays for the traffic it uses")
     return row
 
 
@@ -280,6 +304,8 @@ async def set_plan(
     row = await repo.locked(session, svc.service_id)
     if row is None:
         raise Conflict(f"service {svc.service_id} has no quota")
+    if row.period == PAYG and (quota_bytes, quota_requests, period) != (None, None, None):
+        raise Conflict(f"service {svc.service_id} is pay as you go, only its gb_price_cents is settable")
     given = {"quota_bytes": quota_bytes, "quota_requests": quota_requests, "quota_period": period}
     validate_config({k: v for k, v in {**given, "gb_price_cents": gb_price_cents}.items() if v is not None})
     if quota_bytes is not None and quota_bytes + row.extra_bytes < row.used_bytes:

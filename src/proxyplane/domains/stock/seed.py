@@ -118,6 +118,22 @@ DEMO_PRODUCTS: list[dict[str, Any]] = [
         "sort_order": 45,
     },
     {
+        "name": "Rotating datacenter: pay as you go",
+        "description": "Rotating gateway over the datacenter pool; each started GB of traffic is paid from "
+        "the wallet (one charge an hour at most).",
+        "kind": "proxy_rotating",
+        "price_cents": 0,
+        "period_months": 1,
+        "max_connections": 100,
+        "parameters_schema": {"type": "object", "properties": {}},
+        "config": {
+            "plan": "payg",  # issue 32.4: billed per started unit (domains/quotas/payg.py)
+            "gb_price_cents": 200,  # per started GB (10^9 bytes)
+            "exit_pool": "proxy_datacenter",
+        },
+        "sort_order": 46,
+    },
+    {
         "name": "Rotating ISP: 100k requests",
         "description": "Rotating gateway over the ISP pool; 100,000 requests a month.",
         "kind": "proxy_rotating",

@@ -10,7 +10,11 @@
   gateway refuses the service then); `notified_pct` the highest usage event sent this period (0, 80, 100).
 - `auto_*`: the optional auto top-up (off while `auto_threshold_pct` is None): at that % of the limit, buy
   `auto_gb` GB from the wallet, at most `auto_max` times a period (`auto_count` so far).
-- `gb_price_cents`: the per-GB rate of this service's traffic (the plan's, copied at purchase).
+- `gb_price_cents`: the per-GB rate of this service's traffic (the plan's, copied at purchase); for a
+  pay-as-you-go service the price of one unit.
+- pay as you go (`period` "payg", migration 0037): `payg_unit_bytes` the unit billed per started unit,
+  `billed_units` the units charged so far, `billed_hour` the hour of the last ledger entry (one a service an
+  hour at most). `extra_bytes` is then the limit the wallet covers (domains/quotas/payg.py).
 
 Writes live in storage/repos/quotas.py. Triggers (migration 0030) log a gateway change of the service when
 a column a node serves changes (limits, extra, limit_reached, period_start); counter updates log nothing.
@@ -27,6 +31,7 @@ from proxyplane.storage.models.base import Base
 from proxyplane.storage.types import UTCDateTime
 
 PERIODS: tuple[str, ...] = ("term", "month", "none")
+PAYG = "payg"  # the period of a pay-as-you-go service (not a product's quota_period: its plan)
 
 
 class ServiceQuota(Base):
@@ -51,4 +56,7 @@ class ServiceQuota(Base):
     auto_gb: Mapped[int] = mapped_column(Integer, default=0)
     auto_max: Mapped[int] = mapped_column(Integer, default=0)
     auto_count: Mapped[int] = mapped_column(Integer, default=0)
+    payg_unit_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    billed_units: Mapped[int] = mapped_column(BigInteger, default=0)
+    billed_hour: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)

@@ -16,7 +16,9 @@ from typing import Any
 from sqlalchemy import case, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from proxyplane.storage.models.quotas import ServiceQuota
+from proxyplane.storage.models import Service
+from proxyplane.storage.models.quotas import PAYG, ServiceQuota
+from proxyplane.storage.models.wallet import Wallet
 from proxyplane.storage.rowcount import rowcount
 
 BATCH = 400  # services per counter UPDATE (bound parameters)
@@ -51,8 +53,11 @@ async def create(
     gb_price_cents: int,
     period_start: datetime | None,
     resets_at: datetime | None,
+    payg_unit_bytes: int | None = None,
 ) -> ServiceQuota:
     row = ServiceQuota(
+        payg_unit_bytes=payg_unit_bytes,
+        billed_units=0,
         service_id=service_id,
         period=period,
         quota_bytes=quota_bytes,
@@ -191,7 +196,12 @@ async def crossings(session: AsyncSession, ids: Sequence[uuid.UUID], pct: int) -
     for i in range(0, len(ids), BATCH):
         stmt = (
             update(ServiceQuota)
-            .where(Q.service_id.in_(list(ids[i : i + BATCH])), level_expr() >= pct, Q.notified_pct < pct)
+            .where(
+                Q.service_id.in_(list(ids[i : i + BATCH])),
+                Q.period != PAYG,  # pay as you go: its limit is the wallet's (payg_limit), no usage events
+                level_expr() >= pct,
+                Q.notified_pct < pct,
+            )
             .values(**values)
             .returning(
                 Q.service_id,
@@ -224,3 +234,62 @@ async def auto_due(session: AsyncSession, ids: Sequence[uuid.UUID]) -> list[uuid
         )
         out.extend((await session.execute(query)).scalars())
     return out
+
+
+# pay as you go (issue 32.4, domains/quotas/payg.py)
+
+
+async def payg_billed(session: AsyncSession, row: ServiceQuota, units: int, hour: datetime) -> None:
+    """``units`` more were charged (a locked row) in the ledger entry of ``hour``."""
+    row.billed_units += units
+    row.billed_hour = hour
+    await session.flush()
+
+
+async def payg_limit(session: AsyncSession, row: ServiceQuota, limit: int) -> None:
+    """The byte limit the wallet covers (a locked row); refused when its use reached it. Written only when
+    it moved (extra_bytes and limit_reached are watched: every node reloads the service)."""
+    reached = row.used_bytes >= limit
+    if row.extra_bytes != limit or row.limit_reached != reached or row.quota_bytes != 0:
+        row.quota_bytes, row.extra_bytes, row.limit_reached = 0, limit, reached
+        row.notified_pct = 100 if reached else 0
+        await session.flush()
+
+
+async def payg_rows_of(session: AsyncSession, customer_id: int) -> list[ServiceQuota]:
+    """The customer's pay-as-you-go rows (what they owe together)."""
+    query = (
+        select(ServiceQuota)
+        .join(Service, Service.service_id == ServiceQuota.service_id)
+        .where(Service.customer_id == customer_id, Q.period == PAYG)
+    )
+    return list((await session.execute(query)).scalars())
+
+
+async def payg_among(session: AsyncSession, ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    out: list[uuid.UUID] = []
+    for i in range(0, len(ids), BATCH):
+        query = select(Q.service_id).where(Q.service_id.in_(list(ids[i : i + BATCH])), Q.period == PAYG)
+        out.extend((await session.execute(query)).scalars())
+    return out
+
+
+async def payg_due(session: AsyncSession, hour: datetime, limit: int) -> list[uuid.UUID]:
+    """Pay-as-you-go rows with use past the units billed whose last entry is from an earlier hour, and
+    refused ones whose customer's balance now covers their owed units and one more (a top-up)."""
+    billed_to = Q.billed_units * Q.payg_unit_bytes
+    started = (Q.used_bytes + Q.payg_unit_bytes - 1) // Q.payg_unit_bytes  # integer division, both engines
+    covered = Wallet.balance_cents >= Q.gb_price_cents * (started - Q.billed_units + 1)
+    query = (
+        select(Q.service_id)
+        .join(Service, Service.service_id == Q.service_id)
+        .join(Wallet, Wallet.customer_id == Service.customer_id, isouter=True)
+        .where(
+            Q.period == PAYG,
+            (Q.limit_reached.is_(True) & covered)
+            | ((Q.used_bytes > billed_to) & (Q.billed_hour.is_(None) | (Q.billed_hour < hour))),
+        )
+        .order_by(Q.service_id)
+        .limit(limit)
+    )
+    return list((await session.execute(query)).scalars())
