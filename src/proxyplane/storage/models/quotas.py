@@ -12,7 +12,7 @@
   `auto_gb` GB from the wallet, at most `auto_max` times a period (`auto_count` so far).
 - `gb_price_cents`: the per-GB rate of this service's traffic (the plan's, copied at purchase); for a
   pay-as-you-go service the price of one unit.
-- pay as you go (`period` "payg", migration 0037): `payg_unit_bytes` the unit billed per started unit,
+- pay as you go (`period` "payg", migration 0038): `payg_unit_bytes` the unit billed per started unit,
   `billed_units` the units charged so far, `billed_hour` the hour of the last ledger entry (one a service an
   hour at most). `extra_bytes` is then the limit the wallet covers (domains/quotas/payg.py).
 

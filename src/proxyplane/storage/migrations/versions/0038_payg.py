@@ -1,7 +1,7 @@
 """service_quotas: pay-as-you-go columns (issue 32.4): the unit, the units charged, the last hour billed
 
-Revision ID: 0037
-Revises: 0035t
+Revision ID: 0038
+Revises: 0037
 """
 
 from collections.abc import Sequence
@@ -11,8 +11,8 @@ from alembic import op
 
 from proxyplane.storage.types import UTCDateTime
 
-revision: str = "0037"
-down_revision: str | Sequence[str] | None = "0035t"
+revision: str = "0038"
+down_revision: str | Sequence[str] | None = "0037"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
