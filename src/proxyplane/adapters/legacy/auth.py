@@ -8,7 +8,8 @@ emails hold neither) -> 400 `Invalid credentials format`.
 
 Successful verifications are cached in memory for CACHE_SECONDS, keyed by an HMAC of the decoded
 credential and the client address (never the password itself), so a script's burst pays argon2 once. A
-hit still reads the account row: a changed password hash or a blocked account drops the entry at once.
+hit still reads the account row: a changed password hash or a blocked account drops the entry at once, and
+so do two-factor turned on (a cached main password) or off, and a revoked app password.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class _Entry:
     customer_id: int
     password_hash: str
     expires: float
+    app_hash: str = ""  # the app password's hash when one let it in
 
 
 class CredentialCache:
@@ -100,8 +102,8 @@ class CredentialCache:
             return None
         return entry
 
-    def put(self, digest: str, customer_id: int, password_hash: str) -> None:
-        self._entries[digest] = _Entry(customer_id, password_hash, time.monotonic() + CACHE_SECONDS)
+    def put(self, digest: str, customer_id: int, password_hash: str, app_hash: str = "") -> None:
+        self._entries[digest] = _Entry(customer_id, password_hash, time.monotonic() + CACHE_SECONDS, app_hash)
         self._entries.move_to_end(digest)
         while len(self._entries) > CACHE_MAX:
             self._entries.popitem(last=False)
@@ -128,7 +130,7 @@ async def authenticate(platform: Platform, request: Request) -> Caller:
     customer_id: int | None = None
     if hit is not None:
         async with platform.db.unit_of_work(write=False) as uow:
-            if await accounts.still_valid(uow.session, hit.customer_id, hit.password_hash):
+            if await accounts.still_valid(uow.session, hit.customer_id, hit.password_hash, hit.app_hash):
                 customer_id = hit.customer_id
             else:
                 cache.drop(digest)
@@ -143,7 +145,7 @@ async def authenticate(platform: Platform, request: Request) -> Caller:
             raise refused
         if verified.customer_id is None:
             raise unauthenticated()
-        cache.put(digest, verified.customer_id, verified.password_hash)
+        cache.put(digest, verified.customer_id, verified.password_hash, verified.app_password_hash)
         customer_id = verified.customer_id
     return Caller(
         customer_id=customer_id, scopes=LEGACY_SCOPES, client_ip=ip, channel="legacy", user_agent=agent
