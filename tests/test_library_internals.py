@@ -88,9 +88,11 @@ def test_asyncpg_connection_internals() -> None:
 def test_fastapi_and_starlette_routing_internals() -> None:
     """adapters/rest/route_table.py dispatches by a table and then does what FastAPI's router does."""
     from fastapi import routing
-    from starlette.routing import Match, Mount, get_route_path
+    from fastapi.telemetry._api import _route_selected
+    from starlette._utils import get_route_path
+    from starlette.routing import Match, Mount
 
-    assert callable(routing._route_selected) and callable(routing._update_scope)
+    assert routing._route_selected is _route_selected and callable(routing._update_scope)
     assert callable(routing.serialize_response) and callable(get_route_path)
     assert Match.FULL and Mount
 

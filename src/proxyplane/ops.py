@@ -417,7 +417,7 @@ async def _invoke_keyed(
             return replayed
         uow.call.spending_key = caller.key_id
         if _checks_verified(op, caller):  # issue 34: an unconfirmed address does not spend
-            await require_verified(uow.session, caller.customer_id)  # type: ignore[arg-type]
+            await require_verified(uow.session, caller.customer_id)
         result = await op.handler(Context(uow, caller, platform), data)
         check_guards(
             uow, caller, result, max_total_cents, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY

@@ -288,7 +288,7 @@ async def open_through(hop: Hop, host: str, port: int, factory: Callable[[], P],
     try:
         async with asyncio.timeout(timeout):
             raw, _ = await loop.create_connection(lambda: hs, hop.host, hop.port)
-            transport = raw  # type: ignore[assignment]
+            transport = raw
             await _handshake(hs, hop, host, port)
     except TimeoutError as exc:
         if transport is not None:

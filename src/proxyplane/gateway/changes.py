@@ -192,7 +192,7 @@ class Listener:
             return
         self._next_try = loop.time() + 5.0
         try:
-            import asyncpg  # type: ignore[import-untyped]
+            import asyncpg
 
             conn = await asyncpg.connect(self.dsn)
             await conn.add_listener(CHANNEL, self._notified)

@@ -20,6 +20,7 @@ from .protocol.http_proxy import (
     ConnectRequest,
     Credentials,
     EndOfRequest,
+    Event,
     ForwardRequest,
     HttpRequestParser,
 )
@@ -246,15 +247,14 @@ class HttpProxyConnection(asyncio.Protocol):
             self.service_id = None
 
     # -- requests --
-    def handle(self, events: list) -> None:
+    def handle(self, events: list[Event]) -> None:
         for event in events:
-            kind = type(event)
-            if kind is ForwardRequest:
+            if type(event) is ForwardRequest:
                 if not self.start_request(event):
                     return
-            elif kind is EndOfRequest:
+            elif type(event) is EndOfRequest:
                 self.request_complete = True
-            elif kind is ConnectRequest:
+            elif type(event) is ConnectRequest:
                 self.start_connect(event)
                 return
             else:

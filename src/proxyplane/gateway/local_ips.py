@@ -105,7 +105,7 @@ def local_prefixes() -> list[Network] | None:
         return None
     v4 = [n for n in found if n.version == 4]
     v6 = [n for n in found if n.version == 6]
-    return [*ipaddress.collapse_addresses(v4), *ipaddress.collapse_addresses(v6)]  # type: ignore[list-item]
+    return [*ipaddress.collapse_addresses(v4), *ipaddress.collapse_addresses(v6)]
 
 
 def parse_prefixes(texts: Iterable[str]) -> list[Network]:

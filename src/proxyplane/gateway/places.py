@@ -61,8 +61,8 @@ class PlaceIndex:
                 sets[3].add(asn)
         for sets in self.by_country.values():
             for names in sets:
-                names.discard("")  # type: ignore[arg-type]
-                names.discard(0)  # type: ignore[arg-type]
+                names.discard("")
+                names.discard(0)
 
 
 _INDEXES: dict[int, tuple[Any, int, PlaceIndex]] = {}

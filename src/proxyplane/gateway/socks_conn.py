@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import cast
+from typing import Any, cast
 
 from .access import AuthError, Grant, authenticate
 from .admission import SocksRefusal, release_slot, socks_admit
@@ -266,7 +266,7 @@ class UdpAssociation:
             flow = self.flows[host] = self.ctx.meter.open_flow(self.service_id, host)
         return flow
 
-    def from_client(self, data: bytes, addr: tuple) -> None:
+    def from_client(self, data: bytes, addr: tuple[Any, ...]) -> None:
         if addr[0] != self.client_ip or self.exit_side is None:
             return
         if self.client_addr is None:
@@ -315,7 +315,7 @@ class UdpAssociation:
         flow = self.flow(host)
         flow.up += len(payload)
 
-    def from_destination(self, data: bytes, addr: tuple) -> None:
+    def from_destination(self, data: bytes, addr: tuple[Any, ...]) -> None:
         if self.client_addr is None or self.client_side is None:
             return
         ip, port = str(addr[0]), int(addr[1])

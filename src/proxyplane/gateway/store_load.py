@@ -18,8 +18,9 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, cast, func, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by, array_agg
+from sqlalchemy import ColumnElement, Text, cast, func, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.dialects.postgresql import array_agg as _pg_array_agg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -38,6 +39,13 @@ from .quotas_load import QUOTA_COLUMNS, quota_entry
 from .speed import limit_of as speed_limit
 from .subnets import SubnetExits, load_subnets
 from .subusers_load import load_subusers
+
+
+def array_agg(ordered: aggregate_order_by[Any]) -> ColumnElement[Any]:
+    """PostgreSQL's array_agg (its ARRAY result type); the SQLAlchemy function itself is untyped."""
+    out: ColumnElement[Any] = _pg_array_agg(ordered)  # type: ignore[no-untyped-call]
+    return out
+
 
 LOADED_STATUSES = ("active", "suspended")  # suspended: known, refused with 403; others: not in the table
 PARTITION = 20_000  # rows per streamed partition
@@ -349,7 +357,7 @@ async def load_entries(
                 exits,
                 _NO_WHITELIST if wl is None else frozenset(wl),
                 is_active(status, end, now),
-                mode or "rotating",  # type: ignore[arg-type]
+                mode or "rotating",
                 pin,
                 600 if ttl is None else ttl,
                 connection_limit(max_conn + grants.get("connections", 0), params),

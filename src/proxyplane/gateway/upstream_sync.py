@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from proxyplane.core.proxy_chain import TemplateError, parse_template
 from proxyplane.core.security import SecretBox
@@ -32,7 +34,7 @@ class UpstreamSync:
                                  "upstream pool sync failed; retrying")
         )
 
-    def entries(self, rows: list) -> list[UpstreamEntry]:
+    def entries(self, rows: Sequence[Sequence[Any]]) -> list[UpstreamEntry]:
         out = []
         for upstream_id, pool, position, scheme, host, port, username, password_enc, template, health in rows:
             try:

@@ -33,7 +33,7 @@ log = logging.getLogger("proxyplane.mail")
 
 def backoff(settings: Settings, attempts: int) -> float:
     """Seconds before the next try: exponential from mail_retry_base_seconds, capped, +-20 % jitter."""
-    base = settings.mail_retry_base_seconds * (2 ** max(0, attempts - 1))
+    base = settings.mail_retry_base_seconds * (2.0 ** max(0, attempts - 1))
     return min(settings.mail_retry_max_seconds, base) * random.uniform(0.8, 1.2)
 
 

@@ -52,7 +52,7 @@ class Outcome:
 
 def backoff(settings: Settings, attempts: int) -> float:
     """Seconds before the next try: exponential, capped, with +-20% jitter."""
-    base = settings.webhook_retry_base_seconds * (2 ** max(0, attempts - 1))
+    base = settings.webhook_retry_base_seconds * (2.0 ** max(0, attempts - 1))
     return min(settings.webhook_retry_max_seconds, base) * random.uniform(0.8, 1.2)
 
 

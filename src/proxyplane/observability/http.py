@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 def request_id(scope: Scope) -> str:
     for name, value in scope.get("headers", ()):
         if name == HEADER:
-            text = value.decode("latin-1")
+            text: str = value.decode("latin-1")
             if _SANE.match(text):
                 return text
             break

@@ -159,7 +159,7 @@ def _rows(result: Any) -> list[Any]:
         return []
 
 
-async def _connection(session: AsyncSession) -> tuple[Any, Any]:
+async def _connection(session: AsyncSession | LeanSession) -> tuple[Any, Any]:
     """(the driver-level connection state, the dialect) of the session's transaction, looked up once per
     transaction (each lookup through the async session is a greenlet switch)."""
     if type(session) is LeanSession:
@@ -202,7 +202,8 @@ async def _run(
                     await driver.execute(sql)
                     return []
                 return list(await driver.fetch(sql, *args))
-        return await adapted.execute_rows(sql, args, many)  # storage/sqlite_driver.py
+        rows: list[Any] = await adapted.execute_rows(sql, args, many)  # storage/sqlite_driver.py
+        return rows
     except Exception as exc:
         orig: BaseException = exc
         if dialect.name == "postgresql":

@@ -235,6 +235,7 @@ class Connection(AsyncAdapt_aiosqlite_connection):
 
     async def run_on_thread(self, cursor: Any, sql: str, params: Any, many: bool) -> list[Any] | None:
         """Execute and fetch as ONE job on the connection's thread."""
+        rows: list[Any] | None
         rows, seconds = await self._connection._execute(_timed_execute, cursor, sql, params, many)
         _SlowStatements.ran_on_thread(sql, params, seconds)
         self._ran(sql)

@@ -130,7 +130,9 @@ async def begin_with(session: AsyncSession, stmt: DriverStatement, params: Mappi
             raise _translated(exc, sync_conn, adapted, dialect, sql) from exc
 
 
-async def commit_with(session: AsyncSession, stmt: DriverStatement, params: Mapping[str, Any]) -> bool:
+async def commit_with(
+    session: AsyncSession | LeanSession, stmt: DriverStatement, params: Mapping[str, Any]
+) -> bool:
     """PostgreSQL: `<stmt>; COMMIT` as one simple query ending a transaction `begin_with` began (pending ORM
     changes flushed first). False when this does not apply (nothing was sent; always with the lean forms
     off)."""
@@ -251,9 +253,10 @@ async def _prepare(driver: Any, name: str) -> bool:
     return tried.get(name, False)
 
 
-def _simple_state(session: AsyncSession) -> tuple[Any, Any] | None:
+def _simple_state(session: AsyncSession | LeanSession) -> tuple[Any, Any] | None:
     """The transaction's driver state when simple queries with literal values may be sent on it
     (PostgreSQL, a connection opened by `open_connection`, standard_conforming_strings on), else None."""
+    cached: tuple[Any, Any] | None
     if type(session) is LeanSession:
         cached = session.state
     else:
@@ -304,7 +307,8 @@ def _translated(exc: Exception, sync_conn: Any, adapted: Any, dialect: Any, sql:
         orig = translated
     if isinstance(orig, dialect.loaded_dbapi.Error):
         invalidated = dropped(sync_conn, adapted, dialect, orig)
-        return DBAPIError.instance(
+        wrapped: BaseException = DBAPIError.instance(
             sql, (), orig, dialect.loaded_dbapi.Error, connection_invalidated=invalidated, dialect=dialect
         )
+        return wrapped
     return exc

@@ -20,12 +20,14 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        when: datetime = value
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        when = when.astimezone(UTC)
+        return when.replace(tzinfo=None) if dialect.name == "sqlite" else when
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        when: datetime = value
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

@@ -28,7 +28,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from proxyplane.core.errors import PriceChanged
-from proxyplane.domains.apikeys.service import KeyPrincipal
+from proxyplane.domains.apikeys.cache import KeyPrincipal
 from proxyplane.ops import Caller, Operation, invoke
 from proxyplane.platform import Platform
 

@@ -32,7 +32,7 @@ async def account_limits(platform: Platform, caller: Caller) -> AccountLimits:
     return result
 
 
-def register_limits_resource(server: Any, platform: Platform, caller_of: Any) -> None:
+def register_limits_resource(server: ProxyPlaneMCP, platform: Platform, caller_of: Any) -> None:
     """`proxyplane://account/limits` on `server`, for the key (or token) of the reading request."""
 
     # a template (the SDK injects the request's Context only into template resources); one value: limits

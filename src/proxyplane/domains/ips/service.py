@@ -28,6 +28,7 @@ from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock import subnets
+from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import COUNTRIES
 from proxyplane.domains.stock.service import SOLD_KINDS
 from proxyplane.domains.wallet import service as wallet
@@ -92,7 +93,7 @@ async def allocate(
     svc: Service,
     segments: Sequence[tuple[str, int]],
     held: set[int],
-) -> list[stock.Allocated]:
+) -> list[Allocated]:
     """Take `count` new IPs per country for the service (never one in `held`) or raise OutOfStock."""
     return await stock.allocate(
         session,
@@ -196,7 +197,7 @@ async def add_ips(
     partner: int,
     *,
     now: datetime | None = None,
-) -> tuple[AddQuote, list[stock.Allocated], int | None]:
+) -> tuple[AddQuote, list[Allocated], int | None]:
     """Charge exactly the quote's prorated amount, allocate the IPs, raise the renewal price."""
     now = now or utcnow()
     aq = await quote_add(session, svc, segments, partner, now)
@@ -369,7 +370,7 @@ async def refresh(
         await subnets.release(session, svc.service_id, {o.address for o in old})
     else:
         await release_rows(session, old, now)
-    pool: dict[str, list[stock.Allocated]] = {}
+    pool: dict[str, list[Allocated]] = {}
     for row in new_rows:
         pool.setdefault(row.country, []).append(row)
     replaced = [{"old": o.address, "new": pool[o.country].pop(0).address, "country": o.country} for o in old]

@@ -50,6 +50,6 @@ async def unserved_subnets(session: AsyncSession, svc: Service, served: bool) ->
         net = ipaddress.IPv6Network(s.subnet)
         if s.prefix_id in retired:
             out.append(s.subnet)
-        elif rows and not any(net.subnet_of(n) for n in local):  # type: ignore[arg-type]
+        elif rows and not any(net.subnet_of(n) for n in local):
             out.append(s.subnet)
     return out

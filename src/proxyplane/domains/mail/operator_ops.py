@@ -54,7 +54,7 @@ async def outbox_list(ctx: Context, q: OutboxQuery) -> dict[str, Any]:
 
 
 async def _get(ctx: Context, message_id: int) -> EmailMessage:
-    row = await ctx.session.get(EmailMessage, message_id)
+    row: EmailMessage | None = await ctx.session.get(EmailMessage, message_id)
     if row is None:
         raise NotFound(f"no message {message_id} in the outbox")
     return row

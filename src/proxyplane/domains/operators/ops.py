@@ -167,7 +167,7 @@ async def search(ctx: Context, data: Search) -> dict[str, Any]:
 
 
 async def _customer(ctx: Context, customer_id: int) -> Customer:
-    row = await ctx.session.get(Customer, customer_id)
+    row: Customer | None = await ctx.session.get(Customer, customer_id)
     if row is None:
         raise NotFound(f"no customer {customer_id}")
     return row

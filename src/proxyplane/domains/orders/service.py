@@ -125,7 +125,7 @@ def _new_service(
     services.py writes it), every column given, set in its __dict__ as the ORM's loading does (no
     per-attribute events)."""
     now = utcnow()
-    svc = _NEW_SERVICE()
+    svc: Service = _NEW_SERVICE()
     svc.__dict__.update(
         service_id=uuid.uuid4(),
         customer_id=customer_id,

@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import Select, and_, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -116,7 +116,7 @@ async def retire_prefix(session: AsyncSession, prefix: str) -> bool:
     return bool(rowcount(done))
 
 
-def _reusable():  # type: ignore[no-untyped-def]
+def _reusable() -> Select[int, str]:
     """Released subnets no live service holds (DISTINCT subnet, prefix_id)."""
     live = aliased(ServiceSubnet)
     return (

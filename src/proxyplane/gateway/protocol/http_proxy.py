@@ -13,7 +13,7 @@ import binascii
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import cast
+from typing import final
 
 from .errors import ProtocolError
 from .framing import ChunkedFramer, LengthFramer, is_chunked, parse_content_length
@@ -40,6 +40,7 @@ class Credentials:
     password: str
 
 
+@final
 @dataclass(slots=True)
 class ForwardRequest:
     """An absolute-form request, already rewritten to origin form in ``head`` for the upstream."""
@@ -55,6 +56,7 @@ class ForwardRequest:
     head: bytes
 
 
+@final
 @dataclass(slots=True, frozen=True)
 class ConnectRequest:
     host: str
@@ -63,11 +65,13 @@ class ConnectRequest:
     auth: Credentials | None
 
 
+@final
 @dataclass(slots=True)
 class BodyData:
     data: bytes
 
 
+@final
 @dataclass(slots=True)
 class EndOfRequest:
     pass
@@ -266,7 +270,7 @@ class HttpRequestParser:
             self._tunnel = True
             events.append(parsed)
             return True
-        method, host, port, path, version, auth, keep_alive, body, out = cast(_Forward, parsed)
+        method, host, port, path, version, auth, keep_alive, body, out = parsed
         if body:
             self._framer = ChunkedFramer() if body < 0 else LengthFramer(body)
         events.append(ForwardRequest(method, host, port, path, version, auth, keep_alive, body != 0, out))
