@@ -58,6 +58,27 @@ def sign_up(page: Any, base_url: str, verify: bool = True) -> str:
     return email
 
 
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def signed_in_page(
+    browser: Any, base_url: str, phone: bool = False, verify: bool = True
+) -> tuple[Any, Any, str]:
+    """(context, page, email): a new customer signed up (address confirmed) in a browser context of its own
+    (own cookies) at desktop size or as a 390 px phone; close the context when done."""
+    context = new_context(browser, phone)
+    page = context.new_page()
+    page.on("dialog", lambda dialog: dialog.accept())  # the dashboard's confirm() prompts
+    return context, page, sign_up(page, base_url, verify)
+
+
+def new_context(browser: Any, phone: bool = False) -> Any:
+    if phone:
+        return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    return browser.new_context(viewport=DESKTOP)
+
+
 def test_sign_up_top_up_and_see_balance(browser: Any, base_url: str, shots: Path) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()

@@ -9,17 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from tests.adapters.web.browser import outbox_link
-from tests.adapters.web.test_browser import PASSWORD, base_url, browser, shots, sign_up  # noqa: F401
+from tests.adapters.web.test_browser import (  # noqa: F401
+    PASSWORD,
+    base_url,
+    browser,
+    new_context,
+    shots,
+    signed_in_page,
+)
 from tests.support import unique_email
 
 FITS = "document.documentElement.scrollWidth <= window.innerWidth + 1"
 
 
 def test_invite_billing_member_top_up_no_keys_then_remove(browser: Any, base_url: str, shots: Path) -> None:  # noqa: F811
-    desk = browser.new_context(viewport={"width": 1280, "height": 900})
-    owner = desk.new_page()
-    owner.on("dialog", lambda dialog: dialog.accept())
-    owner_email = sign_up(owner, base_url)
+    desk, owner, owner_email = signed_in_page(browser, base_url)
     owner.click("nav.mainnav >> text=Team")
     member_email = unique_email()
     owner.fill("#invite input[name=email]", member_email)
@@ -30,7 +34,7 @@ def test_invite_billing_member_top_up_no_keys_then_remove(browser: Any, base_url
     assert owner.evaluate(FITS)
     owner.screenshot(path=str(shots / "team-owner.png"), full_page=True)
 
-    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = new_context(browser, phone=True)
     member = phone.new_page()
     link = outbox_link(base_url, member_email, "team_invitation", "/team/accept/")
     member.goto(link)

@@ -234,12 +234,40 @@ def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HT
         path=request.url.path,
         has_op=has_op,
         pages=page_paths(request),
+        menu=menu(request) if row is not None else [],
         errors=ctx.pop("errors", {}),
         **ctx,
     )
     response.body = body.encode()
     response.headers["content-length"] = str(len(response.body))
     return response
+
+
+# the dashboard menu: (path, label, the scopes its page needs to be of use). A team member's browser shows
+# only the pages their role can use (issue 34.5; a hidden page still answers 403 naming the scope): Buy
+# needs buying (services:write + wallet:spend), API keys making them (customer:write).
+MENU = (
+    ("/overview", "Overview", frozenset[str]()),
+    ("/buy", "Buy", frozenset({"services:write", "wallet:spend"})),
+    ("/services", "Services", frozenset({"services:read"})),
+    ("/catalog", "Catalog", frozenset({"catalog:read"})),
+    ("/wallet", "Wallet", frozenset({"wallet:read"})),
+    ("/invoices", "Invoices", frozenset({"wallet:read"})),
+    ("/keys", "API keys", frozenset({"customer:write"})),
+    ("/webhooks", "Webhooks", frozenset({"webhooks"})),
+    ("/tickets", "Support", frozenset({"tickets:read"})),
+    ("/team", "Team", frozenset[str]()),
+    ("/profile", "Profile", frozenset[str]()),
+    ("/security", "Security", frozenset[str]()),
+)
+
+
+def menu(request: Request) -> list[tuple[str, str]]:
+    """The menu's (path, label) pairs: pages installed in this app that the browser's role can use."""
+    acting = acting_on(request)
+    held = roles.scopes_of(acting.role) if acting is not None else ALL_SCOPES
+    pages = page_paths(request)
+    return [(href, label) for href, label, needs in MENU if href in pages and needs <= held]
 
 
 def page_paths(request: Request) -> frozenset[str]:
