@@ -273,7 +273,10 @@ async def confirm_email(ctx: Context, data: Link) -> LinkOutcome:
             await ctx.session.flush()
     except IntegrityError as exc:
         raise Conflict(f"an account with email {row.email} already exists") from exc
-    await repo.void_tokens(ctx.session, customer.id, CHANGE, now)
+    # the links sent to the old address (a reset, a verification) die with it: its mailbox no longer speaks
+    # for the account (h3's review: an old mailbox could reset the password after the move)
+    for purpose in (CHANGE, RESET, VERIFY):
+        await repo.void_tokens(ctx.session, customer.id, purpose, now)
     await notice(
         ctx.session,
         ctx.platform,

@@ -147,7 +147,11 @@ async def change_password(ctx: Context, data: PasswordChange) -> Signed:
     )
     if outcome != "ok":  # an answer, not an error: the throttle's count commits
         return Signed(outcome=outcome, customer_id=ctx.customer_id)
+    from proxyplane.domains.accounts.recovery import RESET
+    from proxyplane.storage.repos.account_security import void_tokens
+
     await end_sessions(ctx.session, ctx.customer_id)
+    await void_tokens(ctx.session, ctx.customer_id, RESET, utcnow())  # an earlier reset link dies with it
     token = await open_session(ctx.session, ctx.customer_id, ctx.caller.client_ip, ctx.caller.user_agent)
     return Signed(outcome="ok", customer_id=ctx.customer_id, token=token)
 
