@@ -18,7 +18,7 @@ from tests.domains.stock.support import fresh_stock
 from tests.domains.subusers.support import make_service
 from tests.support import Account
 
-from .clients import basic, connect_tunnel, socks_connect
+from .clients import basic, connect_tunnel, open_to, socks_connect
 from .conftest import BACKENDS
 from .test_store_static import node_settings, running_node
 
@@ -96,4 +96,60 @@ async def test_a_1_mb_s_cap_measures_within_10_percent(
     print(f"cap {RATE} B/s: CONNECT {rate:.0f} B/s, SOCKS5 {s_rate:.0f} B/s; unlimited {unlimited:.0f} B/s")
     assert 0.9 * RATE <= rate <= 1.1 * RATE
     assert 0.9 * RATE <= s_rate <= 1.1 * RATE
+    assert unlimited > 3 * RATE
+
+
+@pytest.fixture
+async def http_origin() -> AsyncIterator[int]:
+    """An HTTP server answering each request with a body of 2 x TOTAL bytes (Content-Length)."""
+    chunk = b"h" * 65536
+    size = 2 * TOTAL
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
+            sent = 0
+            while sent < size:
+                writer.write(chunk[: size - sent])
+                sent += min(len(chunk), size - sent)
+                await writer.drain()
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1]
+    server.close()
+
+
+async def http_download(http: tuple[str, int], port: int, login: str) -> float:
+    """The rate of a plain HTTP GET's body through the proxy (the head skipped)."""
+    reader, writer = await open_to(http)
+    writer.write(
+        f"GET http://127.0.0.1:{port}/big HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Proxy-Authorization: {basic(login, PASSWORD)}\r\n\r\n".encode()
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    try:
+        return await download(reader)
+    finally:
+        writer.close()
+
+
+async def test_plain_http_is_speed_limited_too(
+    platform: Platform, account: Account, http_origin: int, tmp_path: Any
+) -> None:
+    """A plain HTTP request (not a tunnel) of a 1 MB/s service: its response body arrives at the cap within
+    10 % (the service's bucket pauses the upstream's reading); unlimited, far faster."""
+    await fresh_stock(platform, "proxy_datacenter", "US", 1)
+    limited = await make_service(
+        platform, account, parameters={"exit_pool": "proxy_datacenter", "speed_limit_bps": RATE}
+    )
+    free = await make_service(platform, account, parameters={"exit_pool": "proxy_datacenter"})
+    async with running_node(platform, node_settings(["127.0.0.1"]), tmp_path) as node:
+        http = ("127.0.0.1", node.gateway.gateway_port("http"))
+        rate = await http_download(http, http_origin, limited.login)
+        unlimited = await http_download(http, http_origin, free.login)
+    print(f"cap {RATE} B/s: plain HTTP {rate:.0f} B/s; unlimited {unlimited:.0f} B/s")
+    assert 0.9 * RATE <= rate <= 1.1 * RATE
     assert unlimited > 3 * RATE

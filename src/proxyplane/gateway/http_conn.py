@@ -27,6 +27,7 @@ from .protocol.http_proxy import (
 from .protocol.http_response import CONNECT_ESTABLISHED, ResponseFramer, build_reply
 from .relay import Relay, RelayEnd
 from .routing import RoutingError
+from .speed import Bucket, owner_rate, throttle_http
 from .subnets import one_off
 from .upstream import Connector, UpstreamError, literal_family, open_connection
 from .upstream_pools import ChainConnector, Plan, UpstreamEntry, dial
@@ -34,6 +35,7 @@ from .upstream_pools import ChainConnector, Plan, UpstreamEntry, dial
 _CONNECTING = 1  # reasons the client transport's reading is paused (bit mask)
 _BUFFER_FULL = 2
 _UPSTREAM_FULL = 4
+_SPEED = 8  # a request body past the service's speed limit (speed.py)
 
 
 class HttpUpstream(asyncio.Protocol):
@@ -111,6 +113,8 @@ class HttpProxyConnection(asyncio.Protocol):
         self.plan: Plan | None = None  # the request goes through an upstream supplier (upstream_pools.py)
         self.via: UpstreamEntry | None = None  # the supplier the request in flight went through
         self.tunnel_host = ""
+        self.bucket: Bucket | None = None  # the request's service's speed limit (speed.py, issue 32.6)
+        self.speed_held = False  # the upstream's reading paused by it
 
     # -- client transport callbacks --
     @property
@@ -227,7 +231,7 @@ class HttpProxyConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        if self.upstream is not None and self.upstream.transport is not None:
+        if self.upstream is not None and self.upstream.transport is not None and not self.speed_held:
             self.upstream.transport.resume_reading()
 
     def pause(self, reason: int) -> None:
@@ -259,6 +263,11 @@ class HttpProxyConnection(asyncio.Protocol):
                 return
             else:
                 self.up_bytes += len(event.data)
+                if self.bucket is not None:  # a request body of a speed-limited service
+                    delay = self.bucket.take(len(event.data))
+                    if delay > 0 and self.loop is not None:
+                        self.pause(_SPEED)
+                        self.loop.call_later(delay, self.resume, _SPEED)
                 up = self.upstream
                 if up is not None and up.transport is not None:
                     up.transport.write(event.data)
@@ -299,6 +308,10 @@ class HttpProxyConnection(asyncio.Protocol):
             self.fail(exc.status, str(exc), exc.reason, service_id, req.host)
             return False
         self.req, self.req_service, self.exit_ip = req, service_id, exit_ip
+        service, self.bucket = grant.service, None
+        if service.speed_bps or (service.parent is not None and service.parent.speed_bps):
+            sid, rate = owner_rate(service)  # a speed limit: the response's bytes take from its bucket
+            self.bucket = self.ctx.speed.bucket(sid, rate)
         # an address drawn for this request only, or a supplier's rotation: its upstream is not pooled
         self.one_off = self.plan is not None or one_off(grant)
         self.up_bytes, self.down_bytes = len(req.head), 0
@@ -348,7 +361,7 @@ class HttpProxyConnection(asyncio.Protocol):
     def attach(self, up: HttpUpstream) -> None:
         self.upstream = up
         up.client = self
-        if not self.write_paused and up.transport is not None:
+        if not self.write_paused and not self.speed_held and up.transport is not None:
             up.transport.resume_reading()
 
     def response_data(self, data: bytes) -> None:
@@ -364,6 +377,10 @@ class HttpProxyConnection(asyncio.Protocol):
             self.sent_any = True
             self.down_bytes += len(out)
             self.transport.write(out)
+            if self.bucket is not None and self.upstream is not None and self.upstream.transport is not None:
+                delay = self.bucket.take(len(out))
+                if delay > 0:
+                    throttle_http(self, self.upstream.transport, delay)
         if framer.done:
             self.response_done(framer.reusable and not framer.extra and self.request_complete)
 

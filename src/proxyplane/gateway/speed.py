@@ -5,7 +5,9 @@ A service with ``speed_bps`` (``ServiceEntry``, from ``parameters["speed_limit_b
 Python relay (relay.py), also when the C engine accepted it: the engine's tunnel is detached after its
 decisions (slot, flow, exit IP) and relayed in Python (speed_handoff.py), so the engine's own relay
 loop, which unlimited services use, has no check at all. In the relay, every chunk read takes its size
-from the bucket; a bucket in debt pauses that side's reading for debt / rate seconds. The bucket holds
+from the bucket; a bucket in debt pauses that side's reading for debt / rate seconds. Plain HTTP requests
+(http_conn.py, Python on both paths) take from the same bucket: a response's bytes written to the client
+pause the upstream's reading, a request body's pause the client's. The bucket holds
 at most BURST_SECONDS of the rate, so a transfer averages the rate within that burst over its duration.
 
 The cap holds per process: a service served by N nodes (or workers) at once may move up to N x the
@@ -68,6 +70,23 @@ class SpeedLimits:
         if found is None or found.rate != rate:
             found = self._buckets[service_id] = Bucket(rate)
         return found
+
+
+def throttle_http(conn: Any, transport: asyncio.Transport, delay: float) -> None:
+    """A plain HTTP request's response (http_conn.py): pause reading its upstream ``transport`` for
+    ``delay`` seconds (``conn.speed_held`` meanwhile); resumed unless the client's writes are paused or
+    the connection moved to another upstream."""
+    conn.speed_held = True
+    transport.pause_reading()
+
+    def resume() -> None:
+        conn.speed_held = False
+        up = conn.upstream
+        if transport.is_closing() or conn.write_paused or up is None or up.transport is not transport:
+            return
+        transport.resume_reading()
+
+    asyncio.get_running_loop().call_later(delay, resume)
 
 
 def throttle(transport: asyncio.Transport, delay: float, end: Any) -> None:
