@@ -5,7 +5,8 @@
 Runs the fault tests (a gateway node of two workers on PostgreSQL behind a link that is cut for the
 outage, SIGTERMed during it, restarted after; the API doors on a store that refuses connections; the
 store restarted under 20 buyers on two API processes, down `--restart` seconds between `--run` seconds
-of orders on each side; an API process SIGKILLed mid-order) on the given PostgreSQL database (its
+of orders on each side; an API process SIGKILLed mid-order; a PostgreSQL server of the test's own crashed
+and started again under buyers and proxy traffic) on the given PostgreSQL database (its
 public schema is dropped: give it a database of its own) and prints each scenario's figures beside its
 goal. CI runs the same tests at a 4 s outage and a 2 s restart between 2 s of orders (tests/faults/).
 """

@@ -5,7 +5,8 @@ is retried with the same key), a customer's proxy tunnels run through the node, 
 with `pg_ctl -m immediate` (every backend killed: a crash) and started again. Goals: every order answered
 201 or 503 + Retry-After, completed exactly once, the books hold; the node serves its known customer
 throughout and every relayed byte reaches the store once (spooled while the store was gone); both APIs
-order again soon after the store returns, without a restart."""
+order again soon after the store returns, without a restart; an MCP session opened on one API process
+before the crash is served by the other after it (sessions are in the store)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ BUYERS = 10
 DOWN_SECONDS = float(os.environ.get("PROXYPLANE_FAULT_RESTART_SECONDS", "3"))
 RUN_SECONDS = float(os.environ.get("PROXYPLANE_FAULT_RUN_SECONDS", "2"))
 CHUNK = b"r" * 5000
+MCP = "/api/v1/mcp"
 
 
 @pytest.fixture
@@ -121,6 +123,7 @@ async def test_postgres_crash_and_restart_under_orders_and_proxy_traffic(
 
         await eventually(node_ready, within=60.0)
         before = await usage(platform, sid)
+        session = await open_mcp_session(apis[0][1], buyers[0][1])
         https = [httpx.AsyncClient(base_url=f"http://127.0.0.1:{p}", timeout=30) for _, p in apis]
         try:
             tally, back = Tally(), []
@@ -143,6 +146,8 @@ async def test_postgres_crash_and_restart_under_orders_and_proxy_traffic(
             for http in https:
                 await http.aclose()
         await platform.db.engine.dispose()  # this test's own pool met the crash too
+        listed = await mcp_list_tools(apis[1][1], buyers[0][1], session)
+        assert listed.status_code == 200 and "order_composite" in listed.text, listed.text[:500]
         expected = (before[0] + traffic["sent"], before[1] + traffic["sent"])
 
         async def all_usage_stored() -> bool:
@@ -178,7 +183,8 @@ async def test_postgres_crash_and_restart_under_orders_and_proxy_traffic(
             f"after the server (goal < 5 s) | proxy tunnels served {traffic['served']}, refused "
             f"{traffic['refused']} (goal 100 % served) | usage relayed {traffic['sent']} bytes, stored "
             f"{traffic['sent']}, lost 0 "
-            f"(goal 0), applied twice 0 | services = orders, double charges 0, books hold",
+            f"(goal 0), applied twice 0 | services = orders, double charges 0, books hold | an MCP session"
+            " opened before the crash served after it by the other API process",
             flush=True,
         )
     finally:
@@ -191,3 +197,36 @@ async def test_postgres_crash_and_restart_under_orders_and_proxy_traffic(
             except Exception:
                 node.kill()
                 node.wait()
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def open_mcp_session(port: int, key: str) -> str:
+    """A 2025-11-25 session (the client declares elicitation) opened on this API process: its id."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "faults", "version": "1"},
+        },
+    }
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+        opened = await http.post(MCP, json=init, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"})
+    assert opened.status_code == 200 and opened.headers.get("mcp-session-id"), opened.text
+    return opened.headers["mcp-session-id"]
+
+
+async def mcp_list_tools(port: int, key: str, session: str) -> httpx.Response:
+    headers = {
+        **MCP_HEADERS,
+        "Authorization": f"Bearer {key}",
+        "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+        return await http.post(MCP, json=listing, headers=headers)

@@ -98,7 +98,11 @@ class SharedSessions(StreamableHTTPSessionManager):
             await self.relay.call(mcp_state.END, ref)
         elif known and time.monotonic() - self._touched.get(session_id, 0.0) > TOUCH_SECONDS:
             self._touched[session_id] = time.monotonic()
-            await self.relay.call(mcp_state.TOUCH, mcp_state.SessionRef(session_id=session_id))
+            try:
+                await self.relay.call(mcp_state.TOUCH, mcp_state.SessionRef(session_id=session_id))
+            except Exception:  # the store is down: this copy serves on; the next request touches again
+                self._touched[session_id] = 0.0
+                log.info("MCP session %s: seen_at not refreshed", session_id[:12], exc_info=True)
         await super()._handle_stateful_request(scope, receive, send)
 
     async def _restore(self, session_id: str, scope: Scope) -> None:
