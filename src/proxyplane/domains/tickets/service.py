@@ -12,6 +12,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import NotFound, ValidationFailed
 from proxyplane.domains.events.service import emit
 from proxyplane.storage.models import Customer, Service, Ticket, TicketMessage
+from proxyplane.storage.repos import tickets as ticket_rows
 
 CUSTOMER = "customer"
 SUPPORT = "support"
@@ -40,19 +41,9 @@ async def open_ticket(
         if int(open_count or 0) >= MAX_OPEN_TICKETS:
             raise ValidationFailed(f"at most {MAX_OPEN_TICKETS} open tickets per account")
     now = utcnow()
-    ticket = Ticket(
-        id=uuid.uuid4(),
-        customer_id=customer_id,
-        subject=subject.strip(),
-        status="open" if author == CUSTOMER else "answered",
-        service_id=service_id,
-        created_at=now,
-        updated_at=now,
-    )
-    session.add(ticket)
-    await session.flush()
-    session.add(TicketMessage(ticket_id=ticket.id, author=author, body=message.strip(), created_at=now))
-    await session.flush()
+    status = "open" if author == CUSTOMER else "answered"
+    ticket = await ticket_rows.insert_ticket(session, customer_id, subject.strip(), status, service_id, now)
+    await ticket_rows.insert_message(session, ticket.id, author, message.strip(), now)
     return ticket
 
 
@@ -88,8 +79,7 @@ async def messages(session: AsyncSession, ticket: Ticket) -> list[TicketMessage]
 
 async def reply(session: AsyncSession, ticket: Ticket, author: str, body: str) -> TicketMessage:
     now = utcnow()
-    message = TicketMessage(ticket_id=ticket.id, author=author, body=body.strip(), created_at=now)
-    session.add(message)
+    message = await ticket_rows.insert_message(session, ticket.id, author, body.strip(), now)
     ticket.updated_at = now
     if author == CUSTOMER:
         ticket.status = "open"

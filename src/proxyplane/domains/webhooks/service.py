@@ -18,6 +18,8 @@ from proxyplane.domains.events.catalogue import EVENT_TYPES
 from proxyplane.domains.events.service import emit
 from proxyplane.domains.webhooks import targets
 from proxyplane.storage.models import Event, WebhookDelivery, WebhookEndpoint
+from proxyplane.storage.repos import events as event_rows
+from proxyplane.storage.repos import webhooks as endpoint_rows
 
 MAX_ENDPOINTS = 20
 PREVIOUS_SECRET_GRACE = timedelta(hours=24)
@@ -82,8 +84,7 @@ async def create_endpoint(
         enabled=True,
         consecutive_failures=0,
     )
-    session.add(endpoint)
-    await session.flush()
+    await endpoint_rows.add_endpoint(session, endpoint)
     return endpoint, secret
 
 
@@ -135,8 +136,7 @@ async def update_endpoint(
 
 
 async def delete_endpoint(session: AsyncSession, endpoint: WebhookEndpoint) -> None:
-    await session.delete(endpoint)
-    await session.flush()
+    await endpoint_rows.delete_endpoint(session, endpoint)
 
 
 async def rotate_secret(session: AsyncSession, box: SecretBox, endpoint: WebhookEndpoint) -> str:
@@ -240,6 +240,5 @@ async def redeliver(
         next_attempt_at=now,
         created_at=now,
     )
-    session.add(again)
-    await session.flush()
+    await event_rows.add_deliveries(session, [again])
     return again, event

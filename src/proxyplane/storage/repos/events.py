@@ -26,6 +26,12 @@ async def add_event(session: AsyncSession, event: Event, deliveries: Iterable[We
     await session.flush()
 
 
+async def add_deliveries(session: AsyncSession, deliveries: Iterable[WebhookDelivery]) -> None:
+    """Deliveries of events already stored (a redelivery), through the ORM, flushed."""
+    session.add_all(list(deliveries))
+    await session.flush()
+
+
 async def insert_events(session: AsyncSession, rows: Sequence[Mapping[str, Any]]) -> None:
     """Events (id, customer_id, type, data, created_at) in one executemany."""
     if rows:
