@@ -100,10 +100,8 @@ def writes_models(path: Path) -> bool:
 _NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
 _GATEWAY_STORE = "the gateway's own store (its node rows and the change feed); next to move"
 STORAGE_WRITES = {
-    "domains/accounts/billing.py": "customer_billing_details: " + _NOT_MOVED,
     "domains/accounts/logins.py": "login attempts and customer rows: " + _NOT_MOVED,
     "domains/accounts/service.py": "customers (and the new customer's wallet row): " + _NOT_MOVED,
-    "domains/accounts/web_ops.py": "web_sessions: " + _NOT_MOVED,
     "domains/addons/service.py": "service_addons, the add-on's service rows: " + _NOT_MOVED,
     "domains/apikeys/caps.py": "the API key's spending counters: " + _NOT_MOVED,
     "domains/apikeys/service.py": "api_keys (issue, revoke; read, last use: storage/repos/api_keys.py): "
@@ -127,10 +125,8 @@ STORAGE_WRITES = {
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
     "domains/subusers/service.py": "sub-users and their whitelists: " + _NOT_MOVED,
-    "domains/tickets/service.py": "tickets and messages: " + _NOT_MOVED,
     "domains/wallet/deposits.py": "deposits (the wallet's own rows are storage/repos/wallet.py): "
     + _NOT_MOVED,
-    "domains/webhooks/service.py": "webhook endpoints and redeliveries: " + _NOT_MOVED,
     "gateway/local_ips.py": _GATEWAY_STORE,
     "gateway/node_limits.py": _GATEWAY_STORE,
     "gateway/sticky_sync.py": _GATEWAY_STORE,

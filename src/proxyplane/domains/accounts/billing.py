@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.models.billing_details import CustomerBillingDetails
+from proxyplane.storage.repos import billing_details as billing_rows
 
 TAX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 .\-/]{1,39}$")
 
@@ -49,10 +50,7 @@ async def set_billing(
     vat_id: str | None = None,
 ) -> BillingDetails:
     """Change the given fields (None: keep); "" clears one."""
-    row = await session.get(CustomerBillingDetails, customer_id)
-    if row is None:
-        row = CustomerBillingDetails(customer_id=customer_id, company="", address="", vat_id="")
-        session.add(row)
+    row = await billing_rows.get_or_add(session, customer_id)
     if company is not None:
         row.company = company.strip()
     if address is not None:

@@ -12,7 +12,6 @@ import secrets
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -22,6 +21,7 @@ from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.service import create_customer
 from proxyplane.ops import Auth, Context, Operation, register, web_op
 from proxyplane.storage.models import WebSession
+from proxyplane.storage.repos import web_sessions
 
 WEB = frozenset({"web"})
 SESSION_LIFETIME = timedelta(days=14)
@@ -36,28 +36,23 @@ async def open_session(session: AsyncSession, customer_id: int, client_ip: str, 
     """A new session record; returns the token for the browser's cookie."""
     token = secrets.token_urlsafe(32)
     now = utcnow()
-    session.add(
-        WebSession(
-            id=token_hash(token),
-            customer_id=customer_id,
-            csrf_token=secrets.token_urlsafe(32),
-            client_ip=client_ip[:45],
-            user_agent=user_agent[:300],
-            created_at=now,
-            last_seen_at=now,
-            expires_at=now + SESSION_LIFETIME,
-        )
+    row = WebSession(
+        id=token_hash(token),
+        customer_id=customer_id,
+        csrf_token=secrets.token_urlsafe(32),
+        client_ip=client_ip[:45],
+        user_agent=user_agent[:300],
+        created_at=now,
+        last_seen_at=now,
+        expires_at=now + SESSION_LIFETIME,
     )
-    await session.flush()
+    await web_sessions.add(session, row)
     return token
 
 
 async def end_sessions(session: AsyncSession, customer_id: int, only: str | None = None) -> None:
     """Revoke one session (sign out) or all of a customer's sessions (password change)."""
-    stmt = update(WebSession).where(WebSession.customer_id == customer_id, WebSession.revoked_at.is_(None))
-    if only is not None:
-        stmt = stmt.where(WebSession.id == only)
-    await session.execute(stmt.values(revoked_at=utcnow()))
+    await web_sessions.revoke(session, customer_id, only, utcnow())
 
 
 class SignUp(BaseModel):
@@ -162,11 +157,7 @@ async def sign_out(ctx: Context, data: SessionRef) -> None:
 
 async def touch_session(ctx: Context, data: SessionRef) -> None:
     """Record that a session is in use (at most every TOUCH_EVERY: the dashboard decides when)."""
-    await ctx.session.execute(
-        update(WebSession)
-        .where(WebSession.id == data.session_id)
-        .values(last_seen_at=data.seen_at or utcnow())
-    )
+    await web_sessions.touch(ctx.session, data.session_id, data.seen_at or utcnow())
 
 
 def _op(
