@@ -42,6 +42,7 @@ def services() -> list[ServiceEntry]:
         ServiceEntry("quota1", "rotating", "quo", "pw", exit_ips=EXITS,
                      quota=QuotaEntry("quota1", limit_bytes=1 << 30, limit_requests=None)),
         ServiceEntry("cli1", "rotating", "cli", "pw", exit_ips=EXITS, max_client_ips=1),
+        ServiceEntry("lim10", "rotating", "l10", "pw", exit_ips=EXITS, max_connections=10),
         ServiceEntry("qsmall", "rotating", "qs", "pw", exit_ips=EXITS,
                      quota=QuotaEntry("qsmall", limit_bytes=50_000, limit_requests=None)),
     ]
@@ -205,6 +206,39 @@ async def test_limited_and_client_limited_services_are_never_cached(origin) -> N
         return [norm(o) for o in out]
 
     assert await both(scenario, origin.port)
+
+
+async def test_limited_service_is_cached_and_its_limit_holds_exactly(origin) -> None:
+    """A connection limit of 10: the cache opens tunnels with limiter slots Python lent it (while the
+    service uses under half its limit); at the limit Python takes the unused ones back before it refuses,
+    so exactly 10 open and the 11th is refused, as without the cache; every slot is back afterwards."""
+
+    async def scenario(run: Run, port: int) -> list[bytes]:
+        target = f"127.0.0.1:{port}"
+        out = await repeat(run, [connect_msg(target, "l10")], run.http)  # the 2nd and 3rd: the cache's
+        tunnels = run.gateway.tunnels
+        assert tunnels is not None
+        if run.gateway.ctx.settings.tunnel_cache:
+            assert tunnels.fast is not None and tunnels.fast.lent and tunnels.stats()["entries"] >= 1
+        held = []
+        for i in range(10):  # from addresses the cache has not seen: Python decides each
+            reader, writer = await open_to(run.http, f"127.0.5.{i + 1}")
+            writer.write(connect_msg(target, "l10"))
+            out.append(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3))
+            held.append(writer)
+        out.append(await exchange(run.http, [connect_msg(target, "l10")]))  # a cached key: no slot left
+        out.append(await exchange(run.http, [connect_msg(target, "l10")], "127.0.5.1"))
+        for writer in held:
+            writer.close()
+        await until(lambda: tunnels.stats()["connections"] == 0)
+        tunnels.sweep()
+        tunnels.sweep()
+        out.append(str(run.gateway.ctx.limiter.current("lim10")).encode())
+        return [norm(o) for o in out]
+
+    on = await both(scenario, origin.port)
+    assert all(o.startswith(b"HTTP/1.1 200") for o in on[3:13])
+    assert on[13].startswith(b"HTTP/1.1 429") and on[14].startswith(b"HTTP/1.1 429") and on[15] == b"0"
 
 
 async def test_quota_service_is_cached_metered_and_cut_when_used_up(origin) -> None:

@@ -98,9 +98,9 @@ def take_slot(ctx: Context, service: ServiceEntry) -> str | None:
     holds for the sum of its own login and its sub-users) and one of its own (the sub-user's limit)."""
     sid = service.service_id
     parent = service.parent
-    if parent is not None and not ctx.limiter.acquire(parent.service_id, parent.max_connections):
+    if parent is not None and not _acquire(ctx, parent.service_id, parent.max_connections):
         return "limit"
-    if not ctx.limiter.acquire(sid, service.max_connections):
+    if not _acquire(ctx, sid, service.max_connections):
         if parent is not None:
             ctx.limiter.release(parent.service_id)
         return "limit"
@@ -110,6 +110,13 @@ def take_slot(ctx: Context, service: ServiceEntry) -> str | None:
             ctx.limiter.release(parent.service_id)
         return "capacity"
     return None
+
+
+def _acquire(ctx: Context, service_id: str, limit: int) -> bool:
+    """A limiter slot; at the limit, the slots the decision cache holds unused come back first
+    (fastpath.FastPath.reclaim), so the limit counts open connections only."""
+    return ctx.limiter.acquire(service_id, limit) or (
+        ctx.reclaim is not None and ctx.reclaim(service_id) and ctx.limiter.acquire(service_id, limit))
 
 
 def release_slot(ctx: Context, service_id: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import metrics
@@ -71,6 +72,8 @@ class Context:
     upstreams: UpstreamDirectory = field(default_factory=UpstreamDirectory)
     # speed-limited services' token buckets in this process (issue 32.6)
     speed: SpeedLimits = field(default_factory=SpeedLimits)
+    # the decision cache's unused slots of a limited service back before a refusal (fastpath.reclaim)
+    reclaim: Callable[[str], bool] | None = None
 
     def __post_init__(self) -> None:
         # sub-users' traffic between flushes: the access table reads what the meter counted (subusers.py)

@@ -4,8 +4,8 @@ After Python decided a connection on its own path (tunnels.py / tunnel_socks.py)
 on nothing but the handshake bytes, the listener, the local and client addresses and the platform's tables,
 the engine keeps it under the exact key of that event. The next connection with the same key is opened by
 the engine alone (no Python event until it ends); what it relays is handed to the meter at every harvest.
-Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a connection limit, a
-client-address limit or an upstream pool (one with a quota too: below), an exit chosen statelessly
+Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a client-address limit or
+an upstream pool (one with a quota or a connection limit too: below), an exit chosen statelessly
 (static, pinned, or rotating without a session: ``Router.fixed_pool``), an IP-literal destination the
 destination policy permits on a port that is not the platform's own.
 
@@ -22,6 +22,10 @@ counters at every harvest, as its Python tunnels' do, and right after it (a mete
 ``subusers.cut_refused`` for Python's tunnels) a service whose quota is used up loses its entries and its
 open fast tunnels (``fast_cut``: each metered ``quota_exhausted``); its next connection is Python's,
 refused with 402 / the failed-auth reply.
+
+A service with a connection limit is cached too: every slot lent to the engine for it is also a limiter
+slot Python took (only while the service uses under half its limit), so the engine never passes the
+limit; at the limit Python's path takes the unused ones back before it refuses (``reclaim``).
 """
 
 from __future__ import annotations
@@ -70,6 +74,8 @@ class FastPath:
         self.on = True
         self.quota_ok = engine_module.has(tunnels.t, "cache_cut")  # quota services cached (fast_cut)
         self.quota_svcs: set[int] = set()  # cached services with a quota: checked after every harvest
+        self.holding: set[int] = set()  # limited services whose lent slots hold limiter slots too
+        self.ctx.reclaim = self.reclaim  # admission.take_slot asks before refusing at a connection limit
         ctx = self.ctx
         ctx.access.on_change(self.forget)  # type: ignore[attr-defined]  # AccessTable (tunnels.py checks)
         ctx.destinations.on_change(self.forget)
@@ -90,7 +96,7 @@ class FastPath:
     def _eligible(self, grant: Grant) -> bool:
         self._same_throttle()
         entry = grant.service
-        return (self.on and entry.parent is None and entry.subuser is None and entry.max_connections == 0
+        return (self.on and entry.parent is None and entry.subuser is None
                 and (entry.quota is None or self.quota_ok) and entry.active and entry.upstream_pool is None
                 and not entry.max_client_ips)
 
@@ -107,22 +113,62 @@ class FastPath:
             self.svc_names.append(service_id)
         return svc
 
-    def _lend(self, svc: int, service_id: str) -> bool:
+    def _lend(self, svc: int, service_id: str, limit: int) -> bool:
         """Top the engine's unused slots of the service up to LEASE, while the node is under half its
-        budget and the service under half its share; whether the engine holds any."""
-        cap = self.ctx.capacity
+        budget and the service under half its share (a service with a connection limit: under half its
+        limit too, each slot also taken from the limiter); whether the engine holds any."""
         held = self.lent.get(svc, 0)
+        if held and (svc in self.holding) != (limit > 0):  # lent before its limit came or went
+            return False  # nothing cached until the sweep took those slots back
         unused = held - self.counted.get(svc, 0)
         want = LEASE - unused
         n = 0
-        while n < want and (cap.base + cap.total + PER_CONNECTION) * 2 <= cap.budget \
-                and (cap.charged.get(service_id, 0) + PER_CONNECTION) * 2 <= cap.service_cap \
-                and cap.acquire(service_id):
+        while n < want and self._one_slot(service_id, limit):
             n += 1
         if n:
             self.lent[svc] = held + n
+            if limit:
+                self.holding.add(svc)
             self.engine.fast_lease(svc, n)
         return held + n > 0
+
+    def _one_slot(self, service_id: str, limit: int) -> bool:
+        cap, limiter = self.ctx.capacity, self.ctx.limiter
+        if (cap.base + cap.total + PER_CONNECTION) * 2 > cap.budget \
+                or (cap.charged.get(service_id, 0) + PER_CONNECTION) * 2 > cap.service_cap:
+            return False
+        if limit and (limiter.current(service_id) + limiter.others(service_id) + 1) * 2 > limit:
+            return False
+        if not cap.acquire(service_id):
+            return False
+        if limit and not limiter.acquire(service_id, limit):
+            cap.release(service_id)
+            return False
+        return True
+
+    def _give_back(self, svc: int, n: int) -> int:
+        """Take back up to ``n`` of the engine's unused slots of ``svc``: the budget's (and the limiter's,
+        held for a limited service); how many."""
+        back = self.engine.fast_take(svc, n) if n > 0 else 0
+        name = self.svc_names[svc]
+        held = svc in self.holding
+        for _ in range(back):
+            self.ctx.capacity.release(name)
+            if held:
+                self.ctx.limiter.release(name)
+        self.lent[svc] = self.lent.get(svc, 0) - back
+        if not self.lent[svc]:
+            del self.lent[svc]
+            self.holding.discard(svc)
+        return back
+
+    def reclaim(self, service_id: str) -> bool:
+        """The service's connection limit refused a connection on Python's path: the slots its cached
+        tunnels hold unused come back first (so the limit counts only open connections); whether any."""
+        svc = self.svc_ids.get(service_id)
+        if svc is None or svc not in self.holding:
+            return False
+        return self._give_back(svc, self.lent.get(svc, 0)) > 0
 
     # -- filling (called right after Python's own decision, before it answers the connection) --
     def fill_open(self, cid: int, rec: Tunnel) -> None:
@@ -141,7 +187,7 @@ class FastPath:
             return
         sid = grant.service.service_id
         svc = self._svc_of(grant)
-        if not self._lend(svc, sid):
+        if not self._lend(svc, sid, grant.service.max_connections):
             return
         entry_id = next(self.ids)
         if self.engine.fast_put(cid, self.tunnels.t.FAST_OPEN, entry_id, svc, rec.socks, host, port, exits):
@@ -232,22 +278,24 @@ class FastPath:
         """Every second: the limiter follows the open fast tunnels; unused slots go back to the budget
         (all of them for a service that opened none since the last sweep, else those beyond LEASE)."""
         self._same_throttle()
-        limiter, cap = self.ctx.limiter, self.ctx.capacity
+        limiter = self.ctx.limiter
         for svc, unused, open_, opened, _closed in self.engine.fast_services():
             sid = self.svc_names[svc]
             counted = self.counted.get(svc, 0)
-            for _ in range(open_ - counted):
+            held = svc in self.holding  # a limited service's lent slots hold the limiter's already
+            for _ in range(open_ - counted if not held else 0):
                 limiter.acquire(sid, 0)
-            for _ in range(counted - open_):
+            for _ in range(counted - open_ if not held else 0):
                 limiter.release(sid)
             self.counted[svc] = open_
             keep = 0 if (not opened or not self.on) else LEASE
-            back = self.engine.fast_take(svc, unused - keep) if unused > keep else 0
-            for _ in range(back):
-                cap.release(sid)
-            self.lent[svc] = self.lent.get(svc, 0) - back
-            if not self.lent[svc]:
-                del self.lent[svc]
+            if held:  # kept only while the service stays under half its limit
+                entry = self.ctx.access.get(sid)
+                limit = entry.max_connections if entry is not None else 0
+                if limit <= 0 or (limiter.current(sid) + limiter.others(sid)) * 2 > limit:
+                    keep = 0
+            if unused > keep:
+                self._give_back(svc, unused - keep)
 
     def status(self) -> dict[str, Any]:
         return {"records": len(self.records), "lent": sum(self.lent.values())}
