@@ -28,6 +28,7 @@ from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
+from proxyplane.domains.subusers import supplier_countries
 from proxyplane.storage.models import Base, Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
 from proxyplane.storage.rowcount import rowcount
@@ -179,6 +180,9 @@ async def check_countries(session: AsyncSession, svc: Service, countries: list[s
     them could never connect. Checked when the list is set (create/update), not when the pool changes."""
     if not countries or not proxy.is_rotating(svc):
         return  # any country; static services are refused by check_limits
+    upstream_pool = (svc.parameters or {}).get("upstream_pool")
+    if upstream_pool:  # the supplier's exits (issue 36): what the pool can be asked for
+        return await supplier_countries.check(session, str(upstream_pool), countries)
     available = await pool_countries(session, svc)
     unknown = [c for c in countries if c not in available]
     if unknown:
