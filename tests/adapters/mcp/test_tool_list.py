@@ -68,6 +68,7 @@ TOOLS = {
     "get_usage_series": "usage:read | read | ri",
     "get_webhook_delivery": "webhooks | read | ri",
     "get_webhook_endpoint": "webhooks | read | ri",
+    "hand_over_account": "customer:write | write | -",
     "init_deposit": "wallet:deposit | write | i",
     "invite_member": "customer:write | write | -",
     "leave_account": "customer:read | write | -",

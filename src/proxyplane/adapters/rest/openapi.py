@@ -163,6 +163,9 @@ NOT_LINKED = {
     ("list_members", "remove_member"),
     ("get_account_activity", "change_member_role"),
     ("get_account_activity", "remove_member"),
+    # handing the account over closes its own sign-in: never followed by a fuzzer
+    ("list_members", "hand_over_account"),
+    ("get_account_activity", "hand_over_account"),
 }
 
 

@@ -96,6 +96,20 @@ async def remove(request: Request, member_id: int) -> Response:
     )
 
 
+@router.post("/team/members/{member_id}/hand-over")
+async def hand_over(request: Request, member_id: int) -> Response:
+    await require_login(request)
+    data = await form(request)
+    revoke = str(data.get("revoke_own_keys", "")) == "on"
+    try:
+        done = await call(request, "hand_over_account", {"member_id": member_id, "revoke_own_keys": revoke})
+    except DomainError as exc:
+        return redirect(request, "/team", exc.message, kind="error")
+    if done.sessions_ended:  # this browser was the account's own sign-in: closed now
+        return redirect(request, "/login", "The account was handed over; its own sign-in is closed.")
+    return redirect(request, "/team", "The account was handed over: you stay an owner.")
+
+
 @router.post("/team/invitations/{invitation_id}/revoke")
 async def revoke(request: Request, invitation_id: int) -> Response:
     await require_login(request)

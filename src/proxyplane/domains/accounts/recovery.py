@@ -185,7 +185,8 @@ async def send_reset(session: AsyncSession, platform: Platform, customer: Custom
 async def forgot_password(ctx: Context, data: ByEmail) -> LinkOutcome:
     """Always "sent": a reset link goes only to an active account's address, at most 3 an hour."""
     customer = await find_by_email(ctx.session, data.email)
-    if customer is not None and customer.status == "active":
+    # an account handed over to a team member (issue 34.5) has no sign-in of its own left to reset
+    if customer is not None and customer.status == "active" and customer.holder_member_id is None:
         await send_reset(ctx.session, ctx.platform, customer)
     return LinkOutcome(outcome="sent")
 

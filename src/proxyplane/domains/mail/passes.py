@@ -22,16 +22,23 @@ from proxyplane.storage.repos.team import mailed_members
 REMINDERS = ((timedelta(days=1), "1d", "1 day"), (timedelta(days=3), "3d", "3 days"))
 
 
-async def _recipients(session: AsyncSession, customer_ids: set[int]) -> dict[int, str]:
-    """The active customers' addresses."""
+async def _recipients(session: AsyncSession, customer_ids: set[int], closed: set[int]) -> dict[int, str]:
+    """The active customers' addresses; an account handed over to a member (issue 34.5) is named here but
+    not mailed at its own address (`closed`): its sign-in is closed, and its holder, an owner member, gets
+    every kind as one."""
     if not customer_ids:
         return {}
     rows = await session.execute(
-        select(Customer.id, Customer.email).where(
+        select(Customer.id, Customer.email, Customer.holder_member_id).where(
             Customer.id.in_(sorted(customer_ids)), Customer.status == "active"
         )
     )
-    return {int(cid): str(email) for cid, email in rows}
+    found = {}
+    for cid, email, holder in rows:
+        found[int(cid)] = str(email)
+        if holder is not None:
+            closed.add(int(cid))
+    return found
 
 
 async def _queued(session: AsyncSession, keys: list[str]) -> set[str]:
@@ -47,7 +54,8 @@ async def queue_events(
     """A message per event whose kind the customer has on, and one per team member whose role gets that
     kind and who has it on (issue 34.5); returns how many were queued now."""
     customers = {e.customer_id for e in events}
-    to = await _recipients(session, customers)
+    closed: set[int] = set()
+    to = await _recipients(session, customers, closed)
     team = await mailed_members(session, customers)
     people = {person for found in team.values() for _, person, _, _ in found}
     off = await notify.email_off_many(session, customers | people)
@@ -60,7 +68,11 @@ async def queue_events(
         kind = notify.kind_of(event.type)
         if kind is None or event.customer_id not in to:
             continue
-        if key not in done and kind not in off.get(event.customer_id, set()):
+        if (
+            key not in done
+            and kind not in off.get(event.customer_id, set())
+            and event.customer_id not in closed
+        ):
             mail = notify.for_event(links, event.customer_id, to[event.customer_id], event.type, event.data)
             if mail is not None and await queue(
                 session, mail, sender=sender, customer_id=event.customer_id, dedupe_key=key
@@ -115,7 +127,8 @@ async def remind_expiring(session: AsyncSession, now: datetime, links: notify.Li
         [key for _, key, _, _ in due]
         + [f"{k}:m{m[0]}" for svc, k, _, _ in due for m in team.get(svc.customer_id, [])],
     )
-    to = await _recipients(session, customers)
+    closed: set[int] = set()
+    to = await _recipients(session, customers, closed)
     people = {person for found in team.values() for _, person, _, _ in found}
     off = await notify.email_off_many(session, customers | people)
     count = 0
@@ -130,6 +143,8 @@ async def remind_expiring(session: AsyncSession, now: datetime, links: notify.Li
             for member_id, person, address, role in team.get(svc.customer_id, [])
             if "service_expiring" in kinds_of(role)
         ]
+        if svc.customer_id in closed:
+            wanted = wanted[1:]
         wanted = [w for w in wanted if w[0] not in done and "service_expiring" not in off.get(w[1], set())]
         if not wanted:
             continue

@@ -30,6 +30,7 @@ SKIPPED = frozenset(
         "remove_member",
         "revoke_invitation",
         "leave_account",
+        "hand_over_account",
     }
 )
 

@@ -11,6 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.domains.mail.compose import render
 from proxyplane.domains.mail.outbox import queue
 from proxyplane.platform import Platform
+from proxyplane.storage.models import Customer
+from proxyplane.storage.repos import team as repo
 
 KIND = "team_change"
 
@@ -29,3 +31,11 @@ async def tell(
         footer=["You get this because it changes who acts on a ProxyPlane account."],
     )
     await queue(session, mail, sender=platform.settings.mail_from, customer_id=account_id)
+
+
+async def address(session: AsyncSession, account: Customer) -> str:
+    """Where the account's own messages go: its holder member's sign-in once handed over, else its own."""
+    if account.holder_member_id is None:
+        return account.email
+    found = await repo.holder_addresses(session, {account.holder_member_id})
+    return found.get(account.holder_member_id, account.email)

@@ -48,6 +48,7 @@ class Members(BaseModel):
     items: list[Member]
     invitations: list[Invitation] = Field(description="open invitations (not accepted, not expired)")
     your_role: Role = Field(description="the caller's own role on this account")
+    you_hold: bool = Field(default=False, description="the caller is the account's holder (may hand it over)")
 
 
 class NewInvitation(BaseModel):
@@ -74,6 +75,20 @@ class RoleChange(MemberRef):
 class Removed(BaseModel):
     member_id: int
     keys_revoked: int = Field(description="the member's API keys that stopped working")
+
+
+class HandOver(MemberRef):
+    revoke_own_keys: bool = Field(
+        default=False,
+        description="also revoke the API keys the account's own sign-in made (they keep working otherwise)",
+    )
+
+
+class HandedOver(BaseModel):
+    member_id: int = Field(description="the account's holder now")
+    sessions_ended: int = Field(description="dashboard sessions of the account's own sign-in that ended")
+    keys_revoked: int
+    keys_kept: int = Field(description="API keys of the account's own sign-in still working")
 
 
 class Left(BaseModel):
@@ -119,34 +134,44 @@ async def list_members(ctx: Context, _: None) -> Members:
 
     your_role, _row = await service.caller_role(ctx)
     account = await get_customer(ctx.session, ctx.customer_id)
-    items = [
-        Member(
-            member_id=None,
-            email=account.email,
-            name=account.name,
-            role="owner",
-            holder=True,
-            two_factor=await enabled(ctx.session, account.id) is not None,
-            joined_at=account.created_at,
-            scopes=sorted(roles.scopes_of("owner")),
-        )
-    ]
-    for m, person in await repo.members(ctx.session, account.id):
+    items = []
+    if account.holder_member_id is None:  # the account's own sign-in holds it (handed over: a member does)
         items.append(
             Member(
-                member_id=m.id,
-                email=person.email,
-                name=person.name,
-                role=m.role,  # type: ignore[arg-type]
-                holder=False,
-                two_factor=await enabled(ctx.session, person.id) is not None,
-                joined_at=m.created_at,
-                invited_by=m.invited_by,
-                scopes=sorted(roles.scopes_of(m.role)),
+                member_id=None,
+                email=account.email,
+                name=account.name,
+                role="owner",
+                holder=True,
+                two_factor=await enabled(ctx.session, account.id) is not None,
+                joined_at=account.created_at,
+                scopes=sorted(roles.scopes_of("owner")),
             )
         )
+    for m, person in await repo.members(ctx.session, account.id):
+        holds = m.id == account.holder_member_id
+        member = Member(
+            member_id=m.id,
+            email=person.email,
+            name=person.name,
+            role=m.role,  # type: ignore[arg-type]
+            holder=holds,
+            two_factor=await enabled(ctx.session, person.id) is not None,
+            joined_at=m.created_at,
+            invited_by=m.invited_by,
+            scopes=sorted(roles.scopes_of(m.role)),
+        )
+        if holds:
+            items.insert(0, member)
+        else:
+            items.append(member)
     open_ = await repo.open_invitations(ctx.session, account.id, utcnow())
-    return Members(items=items, invitations=[_invitation(i) for i in open_], your_role=your_role)  # type: ignore[arg-type]
+    return Members(
+        items=items,
+        invitations=[_invitation(i) for i in open_],
+        your_role=your_role,  # type: ignore[arg-type]
+        you_hold=ctx.caller.member_id == account.holder_member_id,
+    )
 
 
 async def invite_member(ctx: Context, data: NewInvitation) -> InvitationSent:
@@ -166,6 +191,18 @@ async def change_member_role(ctx: Context, data: RoleChange) -> Members:
 
 async def remove_member(ctx: Context, data: MemberRef) -> Removed:
     return Removed(member_id=data.member_id, keys_revoked=await service.remove(ctx, data.member_id))
+
+
+async def hand_over_account(ctx: Context, data: HandOver) -> HandedOver:
+    from proxyplane.domains.team.handover import hand_over
+
+    done = await hand_over(ctx, data.member_id, data.revoke_own_keys)
+    return HandedOver(
+        member_id=done.member_id,
+        sessions_ended=done.sessions_ended,
+        keys_revoked=done.keys_revoked,
+        keys_kept=done.keys_kept,
+    )
 
 
 async def leave_account(ctx: Context, _: None) -> Left:
@@ -281,4 +318,21 @@ LEAVE = Operation(
     tags=("team",),
     extra=declares(Conflict),  # the holder
 )
-register(LIST_MEMBERS, INVITE_MEMBER, REVOKE_INVITATION, CHANGE_ROLE, REMOVE_MEMBER, GET_ACTIVITY, LEAVE)
+HAND_OVER = Operation(
+    name="hand_over_account",
+    summary="Hand this account over to a member, who becomes its holder (an owner nobody can remove). The "
+    "first time, the account's own sign-in is closed (password, app passwords, sessions); its API keys keep "
+    "working unless revoke_own_keys. Only the current holder.",
+    method="POST",
+    path="/customer/me/members/{member_id}/hand-over",
+    handler=hand_over_account,
+    input=HandOver,
+    output=HandedOver,
+    scopes=WRITE,
+    effect=Effect.WRITE,
+    tags=("team",),
+    extra=declares(Conflict),  # revoke_own_keys after the own sign-in was handed over already
+)
+register(
+    LIST_MEMBERS, INVITE_MEMBER, REVOKE_INVITATION, CHANGE_ROLE, REMOVE_MEMBER, GET_ACTIVITY, LEAVE, HAND_OVER
+)

@@ -166,7 +166,7 @@ async def accept(
         platform,
         session,
         account.id,
-        account.email,
+        await mails.address(session, account),
         f"{person.email} joined your ProxyPlane account as {row.role}",
         [
             f"{person.email} accepted the invitation of {row.invited_by} and now acts on {account.email} as "
@@ -193,19 +193,27 @@ async def switch(
     return found
 
 
-async def _target(ctx: Context, member_id: int) -> TeamMember:
+async def target(ctx: Context, member_id: int) -> TeamMember:
     row = await repo.member(ctx.session, member_id)
     if row is None or row.account_id != ctx.customer_id or row.removed_at is not None:
         raise NotFound(f"member {member_id} not found")
     return row
 
 
+async def _not_holder(ctx: Context, row: TeamMember, what: str) -> None:
+    """The member the account was handed over to stays its owner (it can hand it on, not be dropped)."""
+    account = await get_customer(ctx.session, row.account_id)
+    if account.holder_member_id == row.id:
+        raise Forbidden(f"the account's holder cannot {what}; the holder can hand the account over first")
+
+
 async def change_role(ctx: Context, member_id: int, role: str) -> TeamMember:
     manager, _ = await require_manager(ctx)
     role = check_role(role)
-    row = await _target(ctx, member_id)
+    row = await target(ctx, member_id)
     if not roles.may_grant(manager, role) or not roles.may_grant(manager, row.role):
         raise Forbidden("only an owner can change an owner or make one", field="role")
+    await _not_holder(ctx, row, "be given another role")
     before = row.role
     await repo.set_role(ctx.session, row, role, utcnow())
     allowed = roles.scopes_of(role)
@@ -246,9 +254,10 @@ async def remove(ctx: Context, member_id: int) -> int:
     """Remove a member: their dashboard sessions on the account end and the API keys they made are revoked.
     Returns how many keys were revoked."""
     manager, _ = await require_manager(ctx)
-    row = await _target(ctx, member_id)
+    row = await target(ctx, member_id)
     if row.role == "owner" and manager != "owner":
         raise Forbidden("only an owner can remove an owner")
+    await _not_holder(ctx, row, "be removed")
     now = utcnow()
     await repo.remove(ctx.session, row, now)
     await repo.end_member_sessions(ctx.session, row.id, now)
@@ -303,6 +312,7 @@ async def leave(ctx: Context) -> int:
         raise Conflict("the account holder cannot leave their own account")
     _, row = await caller_role(ctx)
     assert row is not None
+    await _not_holder(ctx, row, "leave")
     now = utcnow()
     await repo.remove(ctx.session, row, now)
     await repo.release_member_sessions(ctx.session, row.id)
@@ -317,7 +327,7 @@ async def leave(ctx: Context) -> int:
         ctx.platform,
         ctx.session,
         account.id,
-        account.email,
+        await mails.address(ctx.session, account),
         f"{person.email} left your ProxyPlane account",
         [
             f"{person.email} ({row.role}) left {account.email} by themselves; their {len(keys)} API key(s) "

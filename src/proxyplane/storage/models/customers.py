@@ -28,6 +28,8 @@ class Customer(Base):
     email_verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+    # issue 34.5: the team member this account was handed over to (its own sign-in is closed then)
+    holder_member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ApiKey(Base):

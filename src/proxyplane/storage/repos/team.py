@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.models import ApiKey, Customer, WebSession
+from proxyplane.storage.models.account_security import AppPassword
 from proxyplane.storage.models.team import AccountActivity, TeamInvitation, TeamMember
 from proxyplane.storage.rowcount import rowcount
 
@@ -171,6 +172,56 @@ async def narrow_key(session: AsyncSession, key: ApiKey, scopes: list[str]) -> N
 async def mark_key(session: AsyncSession, key: ApiKey, member_id: int) -> None:
     key.member_id = member_id
     await session.flush()
+
+
+# handing the account over
+
+
+async def set_holder(session: AsyncSession, account: Customer, member_id: int, now: datetime) -> None:
+    account.holder_member_id, account.updated_at = member_id, now
+    await session.flush()
+
+
+async def close_own_sign_in(session: AsyncSession, account: Customer, now: datetime) -> int:
+    """The account's own sign-in stops working: its password can no longer match (an unusable hash), its
+    app passwords are revoked and its dashboard sessions end. Returns how many sessions ended."""
+    account.password_hash = f"!handed-over {now.isoformat()}"  # never a valid argon2 hash
+    await session.flush()
+    await session.execute(
+        update(AppPassword)
+        .where(AppPassword.customer_id == account.id, AppPassword.revoked_at.is_(None))
+        .values(revoked_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    ended = await session.execute(
+        update(WebSession)
+        .where(WebSession.customer_id == account.id, WebSession.revoked_at.is_(None))
+        .values(revoked_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return rowcount(ended)
+
+
+async def holder_keys(session: AsyncSession, account_id: int) -> list[ApiKey]:
+    """The account's live API keys made by its own sign-in (no member)."""
+    rows = await session.execute(
+        select(ApiKey).where(
+            ApiKey.customer_id == account_id, ApiKey.member_id.is_(None), ApiKey.revoked_at.is_(None)
+        )
+    )
+    return list(rows.scalars())
+
+
+async def holder_addresses(session: AsyncSession, member_ids: set[int]) -> dict[int, str]:
+    """The sign-in address of each holder member (member id -> email)."""
+    if not member_ids:
+        return {}
+    rows = await session.execute(
+        select(TeamMember.id, Customer.email)
+        .join(Customer, Customer.id == TeamMember.person_id)
+        .where(TeamMember.id.in_(sorted(member_ids)))
+    )
+    return {int(member_id): str(email) for member_id, email in rows}
 
 
 # invitations
