@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from proxyplane.core.bounds import CENTS_MAX
+from proxyplane.core.errors import Forbidden
 from proxyplane.core.scopes import Scope
 from proxyplane.core.text_input import Label
 from proxyplane.domains.apikeys import caps, service
@@ -126,6 +127,18 @@ async def create_api_key(ctx: Context, data: ApiKeyCreate) -> ApiKeyCreated:
 
 
 async def revoke_api_key(ctx: Context, data: ApiKeyRef) -> Message:
+    if ctx.caller.member_id is not None:  # a team member who does not manage revokes only their own keys
+        from proxyplane.domains.team.roles import MANAGERS
+        from proxyplane.domains.team.service import caller_role
+
+        role, _ = await caller_role(ctx)
+        target = await ctx.session.get(ApiKey, data.key_id)
+        mine = target is not None and target.member_id == ctx.caller.member_id
+        if role not in MANAGERS and target is not None and target.customer_id == ctx.customer_id and not mine:
+            raise Forbidden(
+                f"the {role} role revokes only the API keys it made (an owner or admin revokes any)",
+                role=role,
+            )
     key = await service.revoke_key(ctx.session, ctx.customer_id, data.key_id)
     return Message(message=f"API key {key.id} revoked")
 

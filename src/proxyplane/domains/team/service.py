@@ -74,7 +74,7 @@ def check_role(role: str) -> str:
 async def invite(ctx: Context, email: str, role: str) -> tuple[TeamInvitation, bool]:
     """Invite an address with a role; the link goes through the outbox. Returns the invitation and whether
     the address already has a sign-in (its email asks it to sign in and accept)."""
-    manager, _ = await require_manager(ctx)
+    manager, me = await require_manager(ctx)
     role, email = check_role(role), normalise_email(email)
     if not roles.may_grant(manager, role):
         raise Forbidden("only an owner can invite an owner", field="role")
@@ -92,7 +92,9 @@ async def invite(ctx: Context, email: str, role: str) -> tuple[TeamInvitation, b
         >= MAX_INVITATIONS_PER_HOUR
     ):
         raise Conflict(f"at most {MAX_INVITATIONS_PER_HOUR} invitations an hour; try again later")
-    by = ctx.caller.actor or account.email
+    # a member's own address (also through a member's API key, whose caller names nobody): the invitation
+    # is theirs, and is withdrawn when they lose the right to invite (_withdraw_invitations)
+    by = (await get_customer(ctx.session, me.person_id)).email if me is not None else account.email
     row, raw = await repo.invite(ctx.session, account.id, email, role, by, now, now + INVITATION_LIFETIME)
     await _send(ctx.platform, ctx.session, row, raw, account.name or account.email, existing is not None)
     await note_action(
@@ -216,6 +218,8 @@ async def change_role(ctx: Context, member_id: int, role: str) -> TeamMember:
     await _not_holder(ctx, row, "be given another role")
     before = row.role
     await repo.set_role(ctx.session, row, role, utcnow())
+    if role not in roles.MANAGERS:
+        await _withdraw_invitations(ctx, row)
     allowed = roles.scopes_of(role)
     for key in await repo.member_keys(ctx.session, ctx.customer_id, row.id):  # never beyond the role
         kept = sorted(s for s in key.scopes if s in allowed)
@@ -261,6 +265,7 @@ async def remove(ctx: Context, member_id: int) -> int:
     now = utcnow()
     await repo.remove(ctx.session, row, now)
     await repo.end_member_sessions(ctx.session, row.id, now)
+    await _withdraw_invitations(ctx, row)
     keys = await repo.member_keys(ctx.session, ctx.customer_id, row.id)
     for key in keys:
         await revoke_key(ctx.session, ctx.customer_id, key.id)
@@ -286,6 +291,16 @@ async def remove(ctx: Context, member_id: int) -> int:
         ],
     )
     return len(keys)
+
+
+async def _withdraw_invitations(ctx: Context, row: TeamMember) -> None:
+    """The open invitations a member sent end when they can no longer invite (removed, left, or a role
+    that does not manage): an accomplice invited just before cannot join afterwards (h3's review)."""
+    person = await get_customer(ctx.session, row.person_id)
+    now = utcnow()
+    for sent in await repo.open_invitations(ctx.session, row.account_id, now):
+        if sent.invited_by.lower() == person.email.lower():
+            await repo.revoke_invitation(ctx.session, sent, now)
 
 
 async def _people(ctx: Context, row: TeamMember) -> tuple[Customer, Customer]:
@@ -316,6 +331,7 @@ async def leave(ctx: Context) -> int:
     now = utcnow()
     await repo.remove(ctx.session, row, now)
     await repo.release_member_sessions(ctx.session, row.id)
+    await _withdraw_invitations(ctx, row)
     keys = await repo.member_keys(ctx.session, ctx.customer_id, row.id)
     for key in keys:
         await revoke_key(ctx.session, ctx.customer_id, key.id)
