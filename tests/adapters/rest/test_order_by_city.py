@@ -165,3 +165,26 @@ async def test_order_takes_ips_of_its_places(
     assert r.status_code == 422 and r.json()["detail"]["error"] == "insufficient_stock", r.text
     assert f"city 'alpha{tag}'" in r.json()["detail"]["message"]
     assert await balance(client, key) == before  # nothing charged
+
+
+async def test_countries_within_a_city_or_region(client: httpx.AsyncClient, placed_stock) -> None:
+    tag, names = placed_stock["tag"], placed_stock["names"]
+    url = "/api/v1/billing/countries"
+    r = await client.get(url, params={"product_kind": "proxy_personal", "city": names["alpha"]})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert (out["region"], out["city"]) == (None, f"alpha{tag}")
+    assert [(c["code"], c["available_ips"]) for c in out["countries"]] == [("DE", 6)]
+    both = (await client.get(url, params={"product_kind": "proxy_personal", "region": f"SAXONY {tag}",
+                                          "city": f"beta-{tag}"})).json()
+    assert [(c["code"], c["available_ips"]) for c in both["countries"]] == [("DE", 4)]
+    wrong = (await client.get(url, params={"product_kind": "proxy_personal", "region": names["bavaria"],
+                                           "city": names["beta"]})).json()
+    assert wrong["countries"] == []  # Beta is not in Bavaria
+    whole = (await client.get(url, params={"product_kind": "proxy_personal"})).json()
+    de = next(c for c in whole["countries"] if c["code"] == "DE")
+    assert de["available_ips"] >= 13 and whole["city"] is None  # the country: placed or not
+    r = await client.get(url, params={"product_kind": "proxy_ipv6", "city": "Berlin"})
+    assert r.status_code == 422
+    r = await client.get(url, params={"city": "--"})
+    assert r.status_code == 422 and r.json()["detail"]["field"] == "city"

@@ -12,62 +12,20 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.orders import service as orders
+from proxyplane.domains.orders.countries_ops import GEO_ENUM, KIND_ENUM
 from proxyplane.domains.orders.places import place_segment
 from proxyplane.domains.pricing import Segment, pricing_info
 from proxyplane.domains.pricing.store import load_pricebooks
 from proxyplane.domains.services.schemas import ServiceOut, service_out
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.stock.autoplan import AutoPlanError, InsufficientStock, auto_plan
-from proxyplane.domains.stock.countries import country_name, numeric_id
-from proxyplane.domains.stock.service import SOLD_KINDS
 from proxyplane.domains.wallet.deposits import on_deposit_settled
 from proxyplane.ops import Auth, Context, Effect, Operation, register
-from proxyplane.storage.models.stock import GEO_SOURCES
 
 on_deposit_settled(orders.settle_order_deposit)
 
 
-# --- countries ------------------------------------------------------------------------------------
-
-
-GEO_ENUM = documented(enum=list(GEO_SOURCES))
-KIND_ENUM = documented(enum=list(SOLD_KINDS))
-
-
-class CountriesQuery(BaseModel):
-    product_kind: str = Field(
-        default="proxy_datacenter",
-        description="proxy_datacenter, proxy_isp, proxy_personal, proxy_ipv6 (counts: free /64 subnets)",
-        json_schema_extra=KIND_ENUM,
-    )
-    geo_source: str = Field(default="maxmind", description="maxmind or ripe", json_schema_extra=GEO_ENUM)
-
-
-class CountryOut(BaseModel):
-    code: str = Field(description="ISO 3166-1 alpha-2")
-    numeric_id: int = Field(description="ISO 3166-1 numeric")
-    name: str
-    available_ips: int
-
-
-class CountriesOut(BaseModel):
-    product_kind: str
-    geo_source: str
-    countries: list[CountryOut] = Field(description="sorted by available_ips, most first")
-
-
-async def list_countries(ctx: Context, q: CountriesQuery) -> CountriesOut:
-    stock.check_pool(q.product_kind, q.geo_source)
-    avail = await stock.availability(ctx.session, q.product_kind, q.geo_source)
-    rows = sorted(((c, n) for c, n in avail.items() if n > 0), key=lambda cn: (-cn[1], cn[0]))
-    return CountriesOut(
-        product_kind=q.product_kind,
-        geo_source=q.geo_source,
-        countries=[
-            CountryOut(code=c, numeric_id=numeric_id(c), name=country_name(c), available_ips=n)
-            for c, n in rows
-        ],
-    )
+# --- countries: countries_ops.py (registered first, as before) --------------------------------------
 
 
 # --- pricing-info ---------------------------------------------------------------------------------
@@ -354,17 +312,6 @@ async def post_order(ctx: Context, data: OrderIn) -> OrderOut:
     )
 
 
-COUNTRIES = Operation(
-    name="list_countries",
-    summary="Countries in stock for a product kind and geo source, most available IPs first.",
-    method="GET",
-    path="/billing/countries",
-    handler=list_countries,
-    input=CountriesQuery,
-    output=CountriesOut,
-    auth=Auth.NONE,
-    tags=("billing",),
-)
 PRICING_INFO = Operation(
     name="get_pricing_info",
     summary="Live price books: volume tiers, term discounts, minimums, included connections, add-ons.",
@@ -410,4 +357,4 @@ ORDER = Operation(
     status_code=201,
     tags=("billing",),
 )
-register(COUNTRIES, PRICING_INFO, AUTO_PLAN, QUOTE, ORDER)
+register(PRICING_INFO, AUTO_PLAN, QUOTE, ORDER)

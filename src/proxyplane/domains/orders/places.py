@@ -32,15 +32,22 @@ class Placed:
     nearby: tuple[str, ...]
 
 
-def place_segment(country: str, count: int, region: str | None, city: str | None) -> Segment:
-    """A segment with its place as geo keys; a name with no letter or digit is refused."""
+def place_keys(region: str | None, city: str | None, where: str = "") -> tuple[str | None, str | None]:
+    """(region, city) as geo keys; a name with no letter or digit is refused (field `segments` when
+    `where` names a segment, else the option's own name)."""
     keys: list[str | None] = []
     for field, value in (("region", region), ("city", city)):
         key = geo_key(value) if value is not None else None
         if value is not None and not key:
-            raise ValidationFailed(f"segment {country}: {field} {value!r} names no place", field="segments")
+            message = f"{where}{field} {value!r} names no place"
+            raise ValidationFailed(message, field="segments" if where else field)
         keys.append(key)
-    return Segment(country, count, keys[0], keys[1])
+    return keys[0], keys[1]
+
+
+def place_segment(country: str, count: int, region: str | None, city: str | None) -> Segment:
+    """A segment with its place as geo keys."""
+    return Segment(country, count, *place_keys(region, city, f"segment {country}: "))
 
 
 def segment_record(line: QuoteLine) -> dict[str, object]:
@@ -72,7 +79,7 @@ def place_text(line: QuoteLine) -> str:
     return ", ".join(parts)
 
 
-def _fits(row: Row, region: str | None, city: str | None) -> bool:
+def fits(row: Row, region: str | None, city: str | None) -> bool:
     name, code, town, _ = row
     if city is not None and (town is None or geo_key(town) != city):
         return False
@@ -102,7 +109,7 @@ async def resolve(
                 session, product_kind, geo_source, line.country
             )
         rows = by_country[line.country]
-        hits = [r for r in rows if _fits(r, line.region, line.city)]
+        hits = [r for r in rows if fits(r, line.region, line.city)]
         regions = tuple(sorted({r[0] for r in hits if r[0]})) if line.region is not None else None
         cities = tuple(sorted({r[2] for r in hits if r[2]})) if line.city is not None else None
         place = PlaceFilter(geo_source, regions, cities)
@@ -115,7 +122,7 @@ def _nearby(rows: Sequence[Row], line: QuoteLine) -> tuple[str, ...]:
     a city asked within one), most free IPs first."""
     counts: dict[str, int] = {}
     for row in rows:
-        if line.city is not None and line.region is not None and not _fits(row, line.region, None):
+        if line.city is not None and line.region is not None and not fits(row, line.region, None):
             continue
         name = row[2] if line.city is not None else row[0]
         if name:

@@ -148,3 +148,20 @@ async def place_counts(
         .group_by(IpGeo.region, IpGeo.region_code, IpGeo.city)
     )
     return [(r, rc, ci, int(n)) for r, rc, ci, n in await session.execute(query)]
+
+
+async def country_place_counts(
+    session: AsyncSession, pool: str, geo_source: str
+) -> list[tuple[str, str | None, str | None, str | None, int]]:
+    """(stock country, region, region code, city, IPs with a free slot) of a static pool's live stock
+    that the geo data places, per place: the countries listing within a region or city."""
+    col = StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
+    query = (
+        select(col, IpGeo.region, IpGeo.region_code, IpGeo.city, func.count())
+        .select_from(StockIp)
+        .join(IpGeo, (IpGeo.address == StockIp.address) & (IpGeo.geo_source == geo_source))
+        .where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
+        .where(StockIp.assigned_count < StockIp.capacity)
+        .group_by(col, IpGeo.region, IpGeo.region_code, IpGeo.city)
+    )
+    return [(str(c), r, rc, ci, int(n)) for c, r, rc, ci, n in await session.execute(query)]
