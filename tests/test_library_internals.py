@@ -1,7 +1,7 @@
 """Canaries (issue 31): the private internals of the libraries ProxyPlane leans on are still where the code
 expects them. pyproject.toml bounds each library below its next minor version; when a bound is raised,
 these fail first if an internal moved (storage/driver.py, storage/transaction.py, storage/sqlite_driver.py,
-adapters/rest/route_table.py, cli/http_writes.py, domains/orders/service.py)."""
+adapters/rest/route_table.py, adapters/mcp/shared_sessions.py, cli/http_writes.py, domains/orders/service.py)."""
 
 from __future__ import annotations
 
@@ -102,3 +102,23 @@ def test_uvicorn_httptools_protocol_internals() -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     assert _has(HttpToolsProtocol, "transport", "loop", "connection_made") == []
+
+
+def test_mcp_session_manager_and_dispatcher_internals() -> None:
+    """adapters/mcp/shared_sessions.py subclasses the SDK's session manager (a session restored from the
+    store joins its table of transports under its lock) and its JSON-RPC dispatcher (own request ids)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+
+    missing = _has(
+        StreamableHTTPSessionManager,
+        "_handle_stateful_request",
+        "_discard_session",
+        "_lifespan_state",
+        "_server_instances",
+        "_session_creation_lock",
+        "_session_owners",
+        "_task_group",
+    )
+    assert missing == []
+    assert callable(JSONRPCDispatcher._allocate_id)
