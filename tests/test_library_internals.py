@@ -1,7 +1,8 @@
 """Canaries (issue 31): the private internals of the libraries ProxyPlane leans on are still where the code
 expects them. pyproject.toml bounds each library below its next minor version; when a bound is raised,
 these fail first if an internal moved (storage/driver.py, storage/transaction.py, storage/sqlite_driver.py,
-adapters/rest/route_table.py, adapters/mcp/shared_sessions.py, cli/http_writes.py, domains/orders/service.py)."""
+adapters/rest/route_table.py, adapters/mcp/shared_sessions.py, cli/http_writes.py,
+domains/orders/service.py)."""
 
 from __future__ import annotations
 
