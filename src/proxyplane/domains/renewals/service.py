@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -38,8 +38,8 @@ from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import service as stock
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Event, Service
-from proxyplane.storage.models.billing import RenewalClaim
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import renewal_claims
+from proxyplane.storage.repos import services as service_rows
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,8 @@ async def renew_term(session: AsyncSession, svc: Service, now: datetime) -> int:
     worker already renewed this term, InsufficientBalance when the wallet is short."""
     assert svc.current_period_end is not None
     old_end, service_id = svc.current_period_end, svc.service_id
-    claim = RenewalClaim(service_id=service_id, term_end=old_end, charged_cents=0, created_at=now)
-    session.add(claim)
     try:
-        await session.flush()
+        claim = await renewal_claims.claim(session, service_id, old_end, now)
     except IntegrityError:
         raise Conflict(f"the term ending {old_end} of service {service_id} is already renewed") from None
     charged = await _charge_term(
@@ -178,13 +176,7 @@ async def resume(session: AsyncSession, svc: Service, now: datetime | None = Non
         raise Conflict(
             f"service {svc.service_id} is {services.effective_status(svc, now)}; it cannot be resumed"
         )
-    moved = await session.execute(
-        update(Service)
-        .where(Service.number == svc.number, Service.status == "suspended")
-        .values(status="active")
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) != 1:
+    if not await service_rows.move_status(session, svc.number, "suspended", "active"):
         raise Conflict(f"service {svc.service_id} was resumed or ended meanwhile")
     await session.refresh(svc)
     return await _charge_term(session, svc, now, services.add_months(now, svc.period_months), "resume", now)
@@ -199,13 +191,7 @@ async def set_auto_renew(session: AsyncSession, svc: Service, enabled: bool) -> 
 
 async def end_service(session: AsyncSession, svc: Service, from_status: str, now: datetime) -> bool:
     """Expire a service (term over, not renewed): IPs back to stock, add-ons ended without refund."""
-    moved = await session.execute(
-        update(Service)
-        .where(Service.number == svc.number, Service.status == from_status)
-        .values(status="expired", purchase_key=None)
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) != 1:
+    if not await service_rows.move_status(session, svc.number, from_status, "expired", purchase_key=None):
         return False
     await stock.release(session, svc.service_id, svc.product_kind)
     await addons.cancel_all(session, svc.service_id, now, refund=False)

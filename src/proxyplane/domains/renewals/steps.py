@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import Conflict, InsufficientBalance
@@ -26,7 +26,7 @@ from proxyplane.domains.renewals.service import (
     resume,
 )
 from proxyplane.storage.models import Service
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import services as service_rows
 
 
 @dataclass
@@ -140,13 +140,7 @@ async def renewal_short(
         )
     if svc.current_period_end > now:
         return kept("short", svc)
-    moved = await session.execute(
-        update(Service)
-        .where(Service.number == number, Service.status == "active", Service.current_period_end <= now)
-        .values(status="suspended")
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) != 1:
+    if not await service_rows.move_status(session, number, "active", "suspended", term_over_by=now):
         return kept(None, svc)
     await session.refresh(svc)
     await service_events.service_event(

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -36,7 +36,7 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage import paging
 from proxyplane.storage.models import LedgerEntry, Service, ServiceIp, ServiceWhitelist
 from proxyplane.storage.models.prefixes import ServiceSubnet
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import services as service_rows
 
 SERVED_STATUSES = ("active",)
 PERIODS = (1, 3, 6, 12)
@@ -121,11 +121,7 @@ async def create_service(
         password_enc=box.encrypt(new_password()),
         max_connections=max_connections,
     )
-    session.add(svc)
-    await session.flush()
-    for ip in dict.fromkeys(whitelist):
-        session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
-    await session.flush()
+    await service_rows.add_service(session, svc, whitelist)
     return svc
 
 
@@ -358,13 +354,10 @@ async def cancel(session: AsyncSession, service: Service, now: datetime | None =
     """Terminate at once (idempotent), refund unused paid time to the wallet, free the IPs.
     Returns the refund of this call (0 when it was already cancelled)."""
     now = now or utcnow()
-    moved = await session.execute(
-        update(Service)
-        .where(Service.number == service.number, Service.status.in_(("pending", "active", "suspended")))
-        .values(status="cancelled", cancelled_at=now, purchase_key=None)
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) != 1:
+    live = ("pending", "active", "suspended")
+    if not await service_rows.move_status(
+        session, service.number, live, "cancelled", cancelled_at=now, purchase_key=None
+    ):
         await session.refresh(service)
         return 0
     refund = cancel_refund_cents(service, now)
@@ -402,13 +395,7 @@ async def expire_due(session: AsyncSession, now: datetime | None = None) -> list
     )
     ids = []
     for svc in due:
-        moved = await session.execute(
-            update(Service)
-            .where(Service.number == svc.number, Service.status == "active")
-            .values(status="expired", purchase_key=None)
-            .execution_options(synchronize_session=False)
-        )
-        if rowcount(moved) == 1:
+        if await service_rows.move_status(session, svc.number, "active", "expired", purchase_key=None):
             await stock.release(session, svc.service_id, svc.product_kind)
             await session.refresh(svc)
             await service_events.service_event(session, svc, "service.expired")

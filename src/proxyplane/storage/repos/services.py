@@ -11,6 +11,7 @@ once per process and run on the driver connection (storage/driver.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, Uuid, bindparam, insert, select, text, update
@@ -127,13 +128,37 @@ async def lock_service(session: AsyncSession, number: int) -> None:
         await session.execute(select(Service.number).where(Service.number == number).with_for_update())
 
 
-async def move_status(session: AsyncSession, number: int, src: str, dst: str) -> bool:
-    """A service's status from `src` to `dst` (an operator's suspend / resume), guarded: False when the
-    row is not in `src` any more (nothing written)."""
+async def add_service(session: AsyncSession, svc: Service, whitelist: Sequence[str]) -> None:
+    """The ORM form (a service made outside an order: the operator's, a test's): `svc` joins the session,
+    then its whitelist (each address once), flushed."""
+    session.add(svc)
+    await session.flush()
+    for ip in dict.fromkeys(whitelist):
+        session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
+    await session.flush()
+
+
+async def move_status(
+    session: AsyncSession,
+    number: int,
+    src: str | Sequence[str],
+    dst: str,
+    *,
+    term_over_by: datetime | None = None,
+    **values: Any,
+) -> bool:
+    """A service's status from `src` (one status or any of several) to `dst` with `values` (other columns:
+    cancelled_at, purchase_key), guarded: False when the row is not in `src` any more, or with
+    `term_over_by` its term does not end by then (nothing written). The loaded object is not updated
+    (refresh it)."""
+    where = [Service.number == number]
+    where.append(Service.status == src if isinstance(src, str) else Service.status.in_(tuple(src)))
+    if term_over_by is not None:
+        where.append(Service.current_period_end <= term_over_by)
     moved = await session.execute(
         update(Service)
-        .where(Service.number == number, Service.status == src)
-        .values(status=dst, updated_at=utcnow())
+        .where(*where)
+        .values(status=dst, updated_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )
     return rowcount(moved) == 1
