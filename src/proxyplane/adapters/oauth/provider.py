@@ -26,6 +26,7 @@ from pydantic import AnyUrl, ValidationError
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.domains.oauth import clients
 from proxyplane.domains.oauth.ops import Tokens
+from proxyplane.domains.webhooks import targets
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
@@ -79,9 +80,23 @@ class Provider:
         return OAuthClientInformationFull.model_validate({**metadata, "scope": " ".join(sorted(ALL_SCOPES))})
 
     async def _fetch_document(self, client_id: str) -> dict[str, Any]:
-        clients.check_client_id_url(client_id, self.platform.settings.oauth_allow_http_client_ids)
-        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False) as http:
-            async with http.stream("GET", client_id, headers={"Accept": "application/json"}) as response:
+        allow_loopback = self.platform.settings.oauth_allow_http_client_ids
+        clients.check_client_id_url(client_id, allow_loopback)
+        # anyone's input (no sign-in on /oauth/authorize): the webhooks' rule, public addresses only, checked
+        # before connecting and pinned (no second DNS answer); decisions/security-review.md
+        try:
+            target = await targets.resolve(client_id, allow_loopback)
+        except targets.TargetRefused as exc:
+            raise clients.ClientDocumentError(str(exc)) from None
+        sni = target.scheme == "https" and target.host not in target.addresses
+        headers = {"Accept": "application/json", "Host": target.host_header}
+        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False, trust_env=False) as http:
+            async with http.stream(
+                "GET",
+                target.pinned_url(client_id),
+                headers=headers,
+                extensions={"sni_hostname": target.host} if sni else {},
+            ) as response:
                 if response.status_code != 200:
                     raise clients.ClientDocumentError(f"HTTP {response.status_code}")
                 body = b""
