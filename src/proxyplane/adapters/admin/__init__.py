@@ -10,7 +10,17 @@ from proxyplane.adapters.admin.base import HERE
 
 
 def install_console(app: FastAPI) -> None:
-    from proxyplane.adapters.admin import catalog, desk, emails, lists, outbox, pages, signin, upstreams
+    from proxyplane.adapters.admin import (
+        catalog,
+        desk,
+        emails,
+        lists,
+        outbox,
+        pages,
+        signin,
+        upstreams,
+        view_as,
+    )
 
     app.mount("/admin/assets", StaticFiles(directory=HERE / "static"), name="admin-assets")
     app.include_router(signin.router, include_in_schema=False)  # pages: not in the customer OpenAPI
@@ -20,4 +30,5 @@ def install_console(app: FastAPI) -> None:
     app.include_router(catalog.router, include_in_schema=False)
     app.include_router(emails.router, include_in_schema=False)
     app.include_router(desk.router, include_in_schema=False)
+    app.include_router(view_as.router, include_in_schema=False)  # the customer's dashboard, read-only
     app.include_router(upstreams.router, include_in_schema=False)  # upstream pools, margin (issue 36.4)

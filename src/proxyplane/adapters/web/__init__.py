@@ -28,6 +28,7 @@ def install_dashboard(app: FastAPI) -> None:
         tickets,
         traffic,
         two_factor_pages,
+        view_as,
         webhooks,
     )
 
@@ -50,6 +51,7 @@ def install_dashboard(app: FastAPI) -> None:
         mail_pages,  # issue 34: emailed links, unsubscribe, notification settings
         two_factor_pages,  # issue 34: the sign-in code step, two-factor, app passwords
         team_pages,  # issue 34.5: team members, invitations, the activity log
+        view_as,  # issue 33: an operator's read-only view of the dashboard
     ):
         app.include_router(module.router)
         pages.update(

@@ -19,14 +19,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from proxyplane.adapters.web import sessions
-from proxyplane.core.errors import DomainError, ValidationFailed
+from proxyplane.core.errors import DomainError, Forbidden, ValidationFailed
 from proxyplane.core.product_names import humanize, product_name
 from proxyplane.core.scopes import ALL_SCOPES
 from proxyplane.core.units import format_bytes
 from proxyplane.domains.team import roles
 from proxyplane.domains.team import service as team
 from proxyplane.operations import REGISTRY
-from proxyplane.ops import Caller, invoke
+from proxyplane.ops import Caller, Effect, invoke
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Customer, WebSession
 from proxyplane.storage.outage import FULL_RETRY_AFTER_SECONDS, RETRY_AFTER_SECONDS, is_outage, is_store_full
@@ -99,6 +99,7 @@ async def attach_session(request: Request) -> WebSession | None:
     request.state.web_session = row
     request.state.email = ""
     request.state.acting = None
+    request.state.view_as = row.viewed_by or "" if row is not None else ""
     if row is not None:
         async with platform.db.unit_of_work(write=False) as uow:
             customer = await uow.session.get(Customer, row.customer_id)
@@ -191,6 +192,11 @@ async def call(
     (`door_key`: a creating form's token, forms.form_key)."""
     op = REGISTRY[name]
     model = None
+    if viewing(request):  # an operator's read-only view (issue 33): reads only, secrets masked
+        if op.effect != Effect.READ:
+            raise Forbidden(READ_ONLY)
+        if op.input is not None and "reveal" in op.input.model_fields:
+            data = {**(data or {}), "reveal": False}
     if op.input is not None:
         try:
             model = op.input.model_validate(data or {})
@@ -203,8 +209,20 @@ def has_op(name: str) -> bool:
     return name in REGISTRY
 
 
+def viewing(request: Request) -> str:
+    """Who views this dashboard as the customer (an operator's read-only view, issue 33), else ""."""
+    return str(getattr(request.state, "view_as", "") or "")
+
+
+READ_ONLY = "this is an operator's read-only view of the customer's dashboard: nothing can be changed"
+
+
 async def form(request: Request) -> dict[str, Any]:
-    """The posted form after its CSRF token is checked; repeated fields become lists."""
+    """The posted form after its CSRF token is checked; repeated fields become lists. An operator's
+    read-only view sends none (issue 33)."""
+    await attach_session(request)
+    if viewing(request):
+        raise Forbidden(READ_ONLY)
     data = await request.form()
     values: dict[str, Any] = {}
     for key in data:
@@ -231,6 +249,7 @@ def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HT
         signed_in=row is not None,
         email=getattr(request.state, "email", ""),
         acting=getattr(request.state, "acting", None),
+        view_as=viewing(request),
         path=request.url.path,
         has_op=has_op,
         pages=page_paths(request),

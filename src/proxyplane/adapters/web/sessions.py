@@ -23,6 +23,9 @@ SESSION_COOKIE = "pp_session"
 ANON_COOKIE = "pp_csrf"
 FLASH_COOKIE = "pp_flash"
 DEVICE_COOKIE = "pp_device"  # known device: a signed id from a previous sign-in (domains/accounts/throttle)
+# an operator's read-only view of a customer's dashboard (issue 33, domains/operators/view_as.py): its own
+# cookie, so that the operator's own customer session in this browser (if any) is left alone
+VIEW_COOKIE = "pp_view_as"
 
 
 def is_https(request: Request) -> bool:
@@ -45,21 +48,38 @@ def set_session_cookie(request: Request, response: Response, token: str) -> None
 
 
 async def load_session(platform: Platform, request: Request) -> WebSession | None:
-    """The live session of this browser, or None (no cookie, unknown, revoked or expired)."""
-    token = request.cookies.get(SESSION_COOKIE, "")
-    if not token:
+    """The live session of this browser, or None (no cookie, unknown, revoked or expired). An operator's
+    view (the view cookie) comes first; a view's token is never accepted as a customer's own session."""
+    row = await _live(platform, request.cookies.get(VIEW_COOKIE, ""), view=True)
+    if row is None:
+        row = await _live(platform, request.cookies.get(SESSION_COOKIE, ""), view=False)
+    if row is None:
         return None
     now = utcnow()
-    async with platform.db.unit_of_work(write=False) as uow:
-        row = await uow.session.get(WebSession, token_hash(token))
-    if row is None or row.revoked_at is not None or row.expires_at <= now:
-        return None
     if now - row.last_seen_at >= TOUCH_EVERY:
         caller = Caller.anonymous(client_ip(request), channel="web")
         await invoke(
             platform, REGISTRY["web_touch_session"], caller, SessionRef(session_id=row.id, seen_at=now)
         )
     return row
+
+
+async def _live(platform: Platform, token: str, view: bool) -> WebSession | None:
+    if not token or len(token) > 200:
+        return None
+    async with platform.db.unit_of_work(write=False) as uow:
+        row = await uow.session.get(WebSession, token_hash(token))
+    if row is None or row.revoked_at is not None or row.expires_at <= utcnow():
+        return None
+    return row if (row.viewed_by is not None) == view else None
+
+
+def set_view_cookie(request: Request, response: Response, token: str, max_age: int) -> None:
+    set_cookie(request, response, VIEW_COOKIE, token, max_age)
+
+
+def clear_view_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(VIEW_COOKIE, path="/", httponly=True, samesite="lax", secure=is_https(request))
 
 
 def set_device_cookie(request: Request, response: Response, value: str) -> None:

@@ -32,8 +32,17 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-async def open_session(session: AsyncSession, customer_id: int, client_ip: str, user_agent: str) -> str:
-    """A new session record; returns the token for the browser's cookie."""
+async def open_session(
+    session: AsyncSession,
+    customer_id: int,
+    client_ip: str,
+    user_agent: str,
+    *,
+    viewed_by: str | None = None,
+    lifetime: timedelta = SESSION_LIFETIME,
+) -> str:
+    """A new session record; returns the token for the browser's cookie. `viewed_by`: an operator's
+    read-only view of the customer's dashboard (issue 33, domains/operators/view_as.py)."""
     token = secrets.token_urlsafe(32)
     now = utcnow()
     row = WebSession(
@@ -44,7 +53,8 @@ async def open_session(session: AsyncSession, customer_id: int, client_ip: str, 
         user_agent=user_agent[:300],
         created_at=now,
         last_seen_at=now,
-        expires_at=now + SESSION_LIFETIME,
+        expires_at=now + lifetime,
+        viewed_by=viewed_by,
     )
     await web_sessions.add(session, row)
     return token

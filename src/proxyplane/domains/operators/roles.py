@@ -13,6 +13,7 @@ PERMISSIONS: dict[str, str] = {
     "reports.read": "the overview: revenue, active services, new customers, open tickets",
     "customers.read": "search customers, read a customer's page (services, wallet, tickets, keys)",
     "customers.write": "create customers, approve KYC, set partner discounts",
+    "customers.view_as": "view a customer's dashboard as they see it: read-only, secrets masked, audited",
     "customers.email": "resend a customer's verification or password-reset email (the link never shown)",
     "customers.keys": "create a customer's API key (its secret is printed once, on the host's CLI only)",
     "services.suspend": "suspend and resume a customer's service",
@@ -43,6 +44,7 @@ ROLES: dict[str, frozenset[str]] = {
         {
             "account.self",
             "customers.read",
+            "customers.view_as",
             "customers.email",
             "services.suspend",
             "tickets.read",

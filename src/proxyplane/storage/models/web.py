@@ -27,3 +27,6 @@ class WebSession(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # the team membership this browser acts through (issue 34.5: team_members.id; null: the own account)
     member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # an operator's read-only view of this customer's dashboard (issue 33): who views (operator email or
+    # "cli"); such a session is only accepted from the view cookie and changes nothing
+    viewed_by: Mapped[str | None] = mapped_column(String(320), nullable=True)
