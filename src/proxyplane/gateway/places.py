@@ -8,14 +8,27 @@ on the failure path only, and the router caches it with the pool)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .protocol.username import UsernameError
+from .protocol.username import UsernameError, geo_key
 
 Target = tuple[str | None, str | None, int | None]  # (region, city, asn) of the username
 Place = tuple[str, str, str, int]  # (region key, region code key, city key, asn)
 HINTS = 8  # names listed in a refusal
+
+
+def place_of(keys: dict[str | None, str], region: str | None, code: str | None, city: str | None,
+             asn: int | None) -> Place:
+    """A stored place as geo keys (``keys``: the caller's cache of names already keyed, interned)."""
+    parts = []
+    for name in (region, code, city):
+        key = keys.get(name)
+        if key is None:
+            key = keys[name] = sys.intern(geo_key(name or ""))
+        parts.append(key)
+    return (parts[0], parts[1], parts[2], int(asn or 0))
 
 
 def places_of(exits: Any) -> Mapping[str, Place]:

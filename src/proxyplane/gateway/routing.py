@@ -24,7 +24,7 @@ from typing import Any
 
 from . import places
 from .access import Grant, ServiceEntry
-from .subnets import IPV4_DESTINATION, NO_IPV6, SubnetExits, SubnetPool, subnet_pool
+from .subnets import IPV4_DESTINATION, NO_IPV6, SubnetExits, SubnetPool, subnet_matching, subnet_pool
 
 DEFAULT_SID = "default"
 MOVED_EARLIER = 0.001  # seconds: a moved session's start, before the version it replaces (Router.hold)
@@ -222,9 +222,13 @@ class Router:
             return found
         pool: Pool | SubnetPool | RoutingError
         if type(exits) is SubnetExits:
-            pool = self._subnet_pool(exits, country, family)
-            if place is not None:  # subnets carry no places (yet): nothing fits
-                pool = RoutingError(places.refusal(exits, country, place), "geo", 407)
+            if place is not None and (text := places.unknown(exits, country, place)) is not None:
+                pool = RoutingError(text, "geo", 407)
+            else:
+                pool = self._subnet_pool(exits, country, family)
+                if place is not None:  # the subnets whose prefix lies there (issue 36)
+                    narrowed = subnet_matching(exits, pool, place)
+                    pool = narrowed or RoutingError(places.refusal(exits, country, place), "geo", 407)
         elif place is not None and (text := places.unknown(exits, country, place)) is not None:
             pool = RoutingError(text, "geo", 407)  # a name the pool has nowhere: O(1), no scan
         else:

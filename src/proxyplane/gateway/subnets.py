@@ -21,13 +21,16 @@ import random
 import socket
 import sys
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.models.prefixes import ServiceSubnet
+from proxyplane.storage.repos import ip_geo
+
+from .places import Place, Target, fits, place_of
 
 if TYPE_CHECKING:
     from .access import AccessProvider, Grant
@@ -55,13 +58,22 @@ def _net(cidr: str, country: str) -> Net | None:
 
 
 class SubnetExits(dict[str, str]):
-    """{subnet CIDR: country} of one IPv6 service, with the subnets parsed once (``nets``)."""
+    """{subnet CIDR: country} of one IPv6 service, with the subnets parsed once (``nets``) and ``places``
+    {subnet CIDR: place} of the subnets whose prefix the geo data places (issue 36, gateway/places.py)."""
 
-    __slots__ = ("nets", "version")
+    __slots__ = ("net_places", "nets", "places", "version")
 
-    def __init__(self, subnets: Iterable[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self, subnets: Iterable[tuple[str, str]] = (), located: Mapping[str, Place] | None = None
+    ) -> None:
         super().__init__(subnets)
         self.nets: tuple[Net, ...] = tuple(n for n in (_net(c, k) for c, k in self.items()) if n is not None)
+        self.places: dict[str, Place] = {c: p for c, p in (located or {}).items() if c in self}
+        self.net_places: dict[tuple[int, int], Place] = {}  # by (network, host bits): the router's match
+        for cidr, place in self.places.items():
+            net = _net(cidr, "")
+            if net is not None:
+                self.net_places[(net[0], net[1])] = place
         self.version = 0
 
     def country_of(self, address: str) -> str | None:
@@ -156,6 +168,13 @@ def subnet_pool(
     return SubnetPool(chosen), away
 
 
+def subnet_matching(exits: SubnetExits, pool: SubnetPool, target: Target) -> SubnetPool | None:
+    """The subnets of ``pool`` whose place fits ``target`` (None: none does)."""
+    known = exits.net_places
+    chosen = [n for n in pool.nets if (p := known.get((n[0], n[1]))) is not None and fits(p, target)]
+    return SubnetPool(chosen) if chosen else None
+
+
 def is_local(net: Net, ranges: tuple[tuple[int, int], ...]) -> bool:
     """True when the whole subnet lies in one local range (its first and last addresses do)."""
     first, last = net[0], net[0] | ((1 << net[1]) - 1)
@@ -177,4 +196,10 @@ async def load_subnets(session: AsyncSession, ids: list[uuid.UUID] | None) -> di
         for service_id, subnet, country in (await conn.execute(q)).all():
             key = service_id if isinstance(service_id, uuid.UUID) else uuid.UUID(str(service_id))
             rows.setdefault(key, []).append((subnet, sys.intern((country or "").lower())))
-    return {sid: SubnetExits(pairs) for sid, pairs in rows.items()}
+    located: dict[Any, dict[str, Place]] = {}
+    if rows:  # issue 36: where each subnet's prefix is (one more select, only with subnets to place)
+        keys: dict[str | None, str] = {None: ""}
+        for service_id, subnet, region, code, city, asn in await ip_geo.subnet_places(session, ids):
+            key = service_id if isinstance(service_id, uuid.UUID) else uuid.UUID(str(service_id))
+            located.setdefault(key, {})[subnet] = place_of(keys, region, code, city, asn)
+    return {sid: SubnetExits(pairs, located.get(sid)) for sid, pairs in rows.items()}

@@ -106,7 +106,7 @@ def derive(service: ServiceEntry, sub: SubuserEntry, counts: SubCounts) -> Servi
     exits: Mapping[str, str] = service.exit_ips
     if sub.countries is not None and service.kind == "rotating":
         if type(exits) is SubnetExits:  # an IPv6 service's subnets in those countries (issue 16)
-            exits = SubnetExits((c, k) for c, k in exits.items() if k in sub.countries)
+            exits = SubnetExits(((c, k) for c, k in exits.items() if k in sub.countries), exits.places)
         else:
             exits = CountryView(exits, sub.countries)
     return ServiceEntry(

@@ -38,8 +38,17 @@ async def locate(session: AsyncSession, addresses: Sequence[str],
                 rows.append({"address": address, "geo_source": source, **place.fields()})
         out[source] = await ip_geo.store(session, rows)
     if any(out.values()):
-        await ip_geo.log_pools(session, await ip_geo.pools_of(session, addresses))
+        await _log(session, addresses)
     return out
+
+
+async def _log(session: AsyncSession, addresses: Sequence[str]) -> None:
+    """The gateway re-reads what the places changed: the pools of the IPs, the services holding subnets
+    of the prefixes (issue 36: an IPv6 service's subnets lie where their prefix does)."""
+    await ip_geo.log_pools(session, await ip_geo.pools_of(session, addresses))
+    prefixes = [a for a in addresses if "/" in a]
+    if prefixes:
+        await ip_geo.log_keys(session, await ip_geo.prefix_services(session, prefixes))
 
 
 def _check_source(source: str) -> None:
@@ -59,7 +68,7 @@ async def override(session: AsyncSession, address: str, geo_source: str, place: 
             raise ValidationFailed(str(exc), field="country") from None
         await ip_geo.set_stock_country(session, address, geo_source, values["country"])
     row = await ip_geo.override(session, address, geo_source, values)
-    await ip_geo.log_pools(session, await ip_geo.pools_of(session, [address]))
+    await _log(session, [address])
     return row_json(row)
 
 

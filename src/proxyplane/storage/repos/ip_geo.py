@@ -15,7 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine_choice import is_postgres
+from proxyplane.storage.models import Service
 from proxyplane.storage.models.ip_geo import IpGeo
+from proxyplane.storage.models.prefixes import ServiceSubnet, StockPrefix
 from proxyplane.storage.models.stock import StockIp
 from proxyplane.storage.rowcount import rowcount
 
@@ -84,7 +86,29 @@ async def pools_of(session: AsyncSession, addresses: Iterable[str]) -> set[str]:
 
 async def log_pools(session: AsyncSession, kinds: Iterable[str]) -> None:
     """Stamp ``pool:<kind>`` in gateway_changes, as the stock triggers of migration 0012c do."""
-    for kind in sorted(set(kinds)):
+    await log_keys(session, (f"pool:{kind}" for kind in kinds))
+
+
+async def prefix_services(session: AsyncSession, prefixes: Iterable[str]) -> set[str]:
+    """The ids (text) of the services holding a live subnet of one of ``prefixes``: their gateway entries
+    carry the prefixes' places (gateway/subnets.py)."""
+    wanted = list(prefixes)
+    out: set[str] = set()
+    for i in range(0, len(wanted), BATCH):
+        query = (
+            select(ServiceSubnet.service_id)
+            .join(StockPrefix, StockPrefix.id == ServiceSubnet.prefix_id)
+            .where(StockPrefix.prefix.in_(wanted[i : i + BATCH]), ServiceSubnet.released_at.is_(None))
+            .distinct()
+        )
+        out.update(str(sid) for sid in await session.scalars(query))
+    return out
+
+
+async def log_keys(session: AsyncSession, keys: Iterable[str]) -> None:
+    """Stamp each key (a service id as text, or ``pool:<kind>``) in gateway_changes: running nodes
+    re-read it within a second."""
+    for key in sorted(set(keys)):
         if is_postgres(session):
             stmt = text(
                 "INSERT INTO gateway_changes (key, seq, xid) VALUES (:k, nextval('gateway_change_seq'), "
@@ -97,7 +121,7 @@ async def log_pools(session: AsyncSession, kinds: Iterable[str]) -> None:
                 "(SELECT coalesce(max(seq), 0) + 1 FROM gateway_changes), 0) "
                 "ON CONFLICT (key) DO UPDATE SET seq = excluded.seq"
             )
-        await session.execute(stmt, {"k": f"pool:{kind}"})
+        await session.execute(stmt, {"k": key})
 
 
 async def set_stock_country(session: AsyncSession, address: str, geo_source: str, country: str) -> int:
@@ -165,3 +189,28 @@ async def country_place_counts(
         .group_by(col, IpGeo.region, IpGeo.region_code, IpGeo.city)
     )
     return [(str(c), r, rc, ci, int(n)) for c, r, rc, ci, n in await session.execute(query)]
+
+
+async def subnet_places(
+    session: AsyncSession, service_ids: Sequence[Any] | None
+) -> list[tuple[Any, str, str | None, str | None, str | None, int | None]]:
+    """(service id, subnet, region, region code, city, asn) of the live IPv6 subnets of ``service_ids``
+    (None: every service) whose prefix the geo data places, by each service's geo source: a subnet lies
+    where its routed prefix does (issue 36)."""
+    query = (
+        select(ServiceSubnet.service_id, ServiceSubnet.subnet, IpGeo.region, IpGeo.region_code, IpGeo.city,
+               IpGeo.asn)
+        .select_from(ServiceSubnet)
+        .join(StockPrefix, StockPrefix.id == ServiceSubnet.prefix_id)
+        .join(Service, Service.service_id == ServiceSubnet.service_id)
+        .join(IpGeo, (IpGeo.address == StockPrefix.prefix) & (IpGeo.geo_source == Service.geo_source))
+        .where(ServiceSubnet.released_at.is_(None))
+    )
+    if service_ids is None:
+        return [tuple(r) for r in await session.execute(query)]  # type: ignore[misc]
+    wanted = list(service_ids)
+    out: list[tuple[Any, str, str | None, str | None, str | None, int | None]] = []
+    for i in range(0, len(wanted), 500):
+        part = query.where(ServiceSubnet.service_id.in_(wanted[i : i + 500]))
+        out += [tuple(r) for r in await session.execute(part)]  # type: ignore[misc]
+    return out
