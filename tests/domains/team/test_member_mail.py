@@ -1,17 +1,20 @@
 """Issue 34.5 against a real SMTP server on loopback (aiosmtpd): team members get the account's
 notifications their role concerns (billing: money; developer: keys, limits), each once however often the
-job runs, with their own one-click unsubscribe; a member whose role changes or who is removed is told,
-and the account's address is told who joined."""
+job runs (expiry reminders too), with their own one-click unsubscribe; a member whose role changes or who
+is removed is told, and the account's address is told who joined."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import httpx
 import pytest
 
 from proxyplane.domains.wallet import service as wallet
+from proxyplane.jobs.renewals import run_once
 from proxyplane.platform import Platform
+from tests.adapters.rest.growth_support import buy, load
 from tests.domains.team.test_team_flow import join, members
 from tests.jobs.mail_support import deliver, mailing
 from tests.jobs.smtp_sink import parts, smtp_sink
@@ -98,3 +101,23 @@ async def test_members_get_their_roles_notifications_once_and_hear_of_changes(
         gone = [m for m in sink.to(billing) if str(m["Subject"]).strip().startswith("You no longer act on")]
         assert len(gone) == 1 and "stopped working" in parts(gone[0])[0]
         assert gone[0]["List-Unsubscribe"] is None  # an account message, not a notification
+
+
+async def test_expiry_reminders_reach_the_roles_that_renew_once_each(
+    platform: Platform, client: httpx.AsyncClient, browsers: list[httpx.AsyncClient]
+) -> None:
+    b = await buy(client, platform, country="EE", count=8, stock=8)
+    billing = await join(platform, browsers[0], b.key, "billing")
+    viewer = await join(platform, browsers[1], b.key, "viewer")
+    end = (await load(platform, b.sid)).current_period_end
+    assert end is not None
+    for hours in (70, 69, 60):  # three renewal passes inside the 3-day window
+        await run_once(platform, end - timedelta(hours=hours))
+    with smtp_sink() as (sink, url):
+        await deliver(mailing(platform, url))
+        for to in (b.account.email, billing):
+            expiring = [s for s in subjects(sink, to) if "ends in" in s]
+            assert len(expiring) == 1 and expiring[0].endswith("ends in 3 days"), (to, expiring)
+        mine = next(m for m in sink.to(billing) if "ends in" in str(m["Subject"]))
+        assert f"as billing of the ProxyPlane account {b.account.email}" in parts(mine)[0]
+        assert not [s for s in subjects(sink, viewer) if "ends in" in s]  # a viewer renews nothing

@@ -166,6 +166,10 @@ NOT_LINKED = {
     # handing the account over closes its own sign-in: never followed by a fuzzer
     ("list_members", "hand_over_account"),
     ("get_account_activity", "hand_over_account"),
+    # revoke_invitation answers the member list too (its first row: the holder, member_id null)
+    ("revoke_invitation", "change_member_role"),
+    ("revoke_invitation", "remove_member"),
+    ("revoke_invitation", "hand_over_account"),
 }
 
 
