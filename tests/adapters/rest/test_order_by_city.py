@@ -107,9 +107,10 @@ async def test_quote_refuses_bad_places(client: httpx.AsyncClient) -> None:
     blank = order([{"country": "DE", "count": 1, "city": "!!"}])
     r = await client.post(QUOTE, json=quote_of(blank))
     assert r.status_code == 422 and "names no place" in r.json()["detail"]["message"]
-    ipv6 = order([{"country": "DE", "count": 1, "city": "Berlin"}], kind="proxy_ipv6")
-    r = await client.post(QUOTE, json=quote_of(ipv6))
-    assert r.status_code == 422 and "proxy_ipv6" in r.json()["detail"]["message"]
+    ipv6 = order([{"country": "DE", "count": 1, "city": f"Nowhere {uuid.uuid4().hex}"}], kind="proxy_ipv6")
+    r = await client.post(QUOTE, json=quote_of(ipv6))  # subnets by their prefix's place: none there
+    assert r.status_code == 200 and r.json()["errors"][0]["available"] == 0
+    assert "no proxy_ipv6 IPs available in DE, city" in r.json()["errors"][0]["message"]
 
 
 async def test_order_takes_ips_of_its_places(

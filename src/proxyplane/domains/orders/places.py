@@ -19,7 +19,7 @@ from proxyplane.storage.repos import ip_geo
 from proxyplane.storage.repos.stock import PlaceFilter
 
 NEARBY = 8  # names of places with stock listed in a refusal
-Row = tuple[str | None, str | None, str | None, int]  # region, region code, city, free IPs
+Row = tuple[str | None, str | None, str | None, int]  # region, region code, city, free IPs (or subnets)
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,7 @@ async def resolve(
     if not placed:
         return {}
     if product_kind == IPV6_KIND:
-        raise ValidationFailed(
-            "region and city are not sold for proxy_ipv6 (subnets are placed per prefix: order per country)",
-            field="segments",
-        )
+        return await _resolve_subnets(session, geo_source, lines, placed)
     by_country: dict[str, list[Row]] = {}
     out: dict[int, Placed] = {}
     for i in placed:
@@ -114,6 +111,26 @@ async def resolve(
         cities = tuple(sorted({r[2] for r in hits if r[2]})) if line.city is not None else None
         place = PlaceFilter(geo_source, regions, cities)
         out[i] = Placed(place, sum(r[3] for r in hits), _nearby(rows, line))
+    return out
+
+
+async def _resolve_subnets(
+    session: AsyncSession, geo_source: str, lines: Sequence[QuoteLine], placed: Sequence[int]
+) -> dict[int, Placed]:
+    """proxy_ipv6: a subnet lies where its routed prefix does (the prefix's geo row); the filter names the
+    prefixes whose place fits, the availability is their free subnets."""
+    from proxyplane.domains.stock import subnets  # (stock imports orders' neighbours: no cycle at load)
+
+    out: dict[int, Placed] = {}
+    for i in placed:
+        line = lines[i]
+        prefixes = await ip_geo.prefix_places(session, geo_source, line.country)
+        rows: list[Row] = [(r, rc, ci, max(0, subnets.subnet_count(p, n) - held))
+                           for _, p, n, held, r, rc, ci in prefixes]
+        hits = [(pid, row[3]) for (pid, *_), row in zip(prefixes, rows, strict=True)
+                if fits(row, line.region, line.city)]
+        place = PlaceFilter(geo_source, prefix_ids=tuple(pid for pid, _ in hits))
+        out[i] = Placed(place, sum(n for _, n in hits), _nearby([r for r in rows if r[3] > 0], line))
     return out
 
 

@@ -116,9 +116,16 @@ async def take_wants(
     placed = [w for w in wants if w[2] is not None and w[1] > 0]
     placed.sort(key=lambda w: w[2] is None or w[2].cities is None)
     for country, count, place in placed:
-        got = await repo.take_ips(
-            session, service_id, product_kind, geo_source, [(country, count)], seen, wait, utcnow(), place
-        )
+        if product_kind == IPV6_KIND:  # the subnets of the place's prefixes
+            from proxyplane.domains.stock import subnets
+
+            assert place is not None
+            got = await subnets.take(session, service_id, geo_source, [(country, count)],
+                                     prefix_ids=place.prefix_ids or ())
+        else:
+            got = await repo.take_ips(
+                session, service_id, product_kind, geo_source, [(country, count)], seen, wait, utcnow(), place
+            )
         taken += got
         seen.update(a.ip_id for a in got)
         if len(got) < count:

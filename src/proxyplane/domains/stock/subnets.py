@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, and_, func, insert, select, update
+from sqlalchemy import Select, and_, func, insert, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -200,15 +200,21 @@ def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
 
 
 async def availability(
-    session: AsyncSession, geo_source: str, countries: Collection[str] | Mapping[str, int] | None = None
+    session: AsyncSession,
+    geo_source: str,
+    countries: Collection[str] | Mapping[str, int] | None = None,
+    prefix_ids: Collection[int] | None = None,
 ) -> dict[str, int]:
-    """{country: free subnets} of the prefixes on sale (never-handed-out + released and free)."""
+    """{country: free subnets} of the prefixes on sale (never-handed-out + released and free); only of
+    `prefix_ids` when given (a place's prefixes, issue 36)."""
     col = _country_col(geo_source)
     q = select(StockPrefix.id, StockPrefix.prefix, StockPrefix.subnet_len, StockPrefix.next_index, col).where(
         StockPrefix.product_kind == IPV6_KIND, StockPrefix.retired_at.is_(None)
     )
     if countries is not None:
         q = q.where(col.in_(sorted(set(countries))))
+    if prefix_ids is not None:
+        q = q.where(StockPrefix.id.in_(sorted(prefix_ids)))
     prefixes = (await session.execute(q)).all()
     if not prefixes:
         return {}
@@ -229,9 +235,11 @@ async def take(
     *,
     exclude: Collection[str] = (),
     now: datetime | None = None,
+    prefix_ids: Collection[int] | None = None,
 ) -> list[Allocated]:
     """Take `count` subnets per (country, count) for the service (never one of `exclude`: subnets it
-    holds or held), released ones first, then from the cursor. May return fewer (the caller decides).
+    holds or held), released ones first, then from the cursor; only from `prefix_ids` when given (a
+    place's prefixes, issue 36). May return fewer (the caller decides).
     Returned as Allocated(ip_id = the prefix id, address = the subnet CIDR, port None, country)."""
     wanted = {c: n for c, n in segments if n > 0}
     if not wanted:
@@ -244,6 +252,7 @@ async def take(
             StockPrefix.product_kind == IPV6_KIND,
             StockPrefix.retired_at.is_(None),
             col.in_(sorted(wanted)),
+            StockPrefix.id.in_(sorted(prefix_ids)) if prefix_ids is not None else true(),
         )
         .order_by(StockPrefix.id)
         .with_for_update()  # PostgreSQL; SQLite compiles no FOR UPDATE (one writer: BEGIN IMMEDIATE)

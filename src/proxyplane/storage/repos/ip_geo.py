@@ -191,6 +191,29 @@ async def country_place_counts(
     return [(str(c), r, rc, ci, int(n)) for c, r, rc, ci, n in await session.execute(query)]
 
 
+async def prefix_places(
+    session: AsyncSession, geo_source: str, country: str
+) -> list[tuple[int, str, int, int, str | None, str | None, str | None]]:
+    """(prefix id, prefix, subnet length, live subnets, region, region code, city) of the IPv6 prefixes
+    on sale in one stock country that the geo data places (by the prefix's own row): what a proxy_ipv6
+    order's region/city is matched against."""
+    col = StockPrefix.country_ripe if geo_source == "ripe" else StockPrefix.country_maxmind
+    live = (
+        select(func.count())
+        .where(ServiceSubnet.prefix_id == StockPrefix.id, ServiceSubnet.released_at.is_(None))
+        .scalar_subquery()
+    )
+    query = (
+        select(StockPrefix.id, StockPrefix.prefix, StockPrefix.subnet_len, live, IpGeo.region,
+               IpGeo.region_code, IpGeo.city)
+        .select_from(StockPrefix)
+        .join(IpGeo, (IpGeo.address == StockPrefix.prefix) & (IpGeo.geo_source == geo_source))
+        .where(StockPrefix.retired_at.is_(None), col == country)
+    )
+    return [(int(pid), str(p), int(n), int(held or 0), r, rc, ci)
+            for pid, p, n, held, r, rc, ci in await session.execute(query)]
+
+
 async def subnet_places(
     session: AsyncSession, service_ids: Sequence[Any] | None
 ) -> list[tuple[Any, str, str | None, str | None, str | None, int | None]]:

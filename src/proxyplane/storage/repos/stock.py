@@ -56,6 +56,7 @@ class PlaceFilter:
     geo_source: str
     regions: tuple[str, ...] | None = None
     cities: tuple[str, ...] | None = None
+    prefix_ids: tuple[int, ...] | None = None  # proxy_ipv6: the prefixes placed there (their subnets)
 
 
 def place_sql(place: PlaceFilter | None, params: dict[str, Any]) -> str:
