@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,7 +37,8 @@ from proxyplane.domains.services import service as services
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service, ServiceWhitelist
 from proxyplane.storage.models.billing import ServiceAddon
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import addons as addon_rows
+from proxyplane.storage.repos import services as service_rows
 
 NAMES = {
     "udp": "UDP (SOCKS5 UDP ASSOCIATE)",
@@ -213,9 +214,8 @@ async def purchase(
         activated_at=now,
         refunded_cents=0,
     )
-    session.add(addon)
     try:
-        await session.flush()
+        await addon_rows.add_addon(session, addon)
     except IntegrityError:  # a concurrent purchase of the same kind won (no attribute loads after this)
         raise Conflict(f"add-on {kind} is already active on service {service_id}") from None
     entry = None
@@ -275,14 +275,9 @@ async def cancel(
     """Cancel (idempotent): the transaction that moves it out of `active` refunds the unused time.
     Returns this call's refund."""
     now = now or utcnow()
-    moved = await session.execute(
-        update(ServiceAddon)
-        .where(ServiceAddon.addon_id == addon.addon_id, ServiceAddon.status == "active")
-        .values(status="canceled", canceled_at=now)
-        .execution_options(synchronize_session=False)
-    )
+    moved = await addon_rows.cancel(session, addon.addon_id, now)
     await session.refresh(addon)
-    if rowcount(moved) != 1:
+    if not moved:
         return 0
     amount = refund_for(addon, now) if refund else 0
     if amount > 0:
@@ -333,14 +328,7 @@ async def trim_whitelist(session: AsyncSession, service_id: uuid.UUID, now: date
     extra = list(rows[limit:])
     if not extra:
         return []
-    await session.execute(delete(ServiceWhitelist).where(ServiceWhitelist.id.in_([r.id for r in extra])))
-    await session.execute(
-        update(Service)
-        .where(Service.service_id == service_id)
-        .values(updated_at=now)
-        .execution_options(synchronize_session=False)
-    )
-    await session.flush()
+    await service_rows.drop_whitelist(session, service_id, [r.id for r in extra], now)
     return [r.ip for r in extra]
 
 

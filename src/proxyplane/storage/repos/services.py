@@ -10,11 +10,12 @@ once per process and run on the driver connection (storage/driver.py).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, Uuid, bindparam, insert, select, text, update
+from sqlalchemy import Table, Uuid, bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -135,6 +136,21 @@ async def add_service(session: AsyncSession, svc: Service, whitelist: Sequence[s
     await session.flush()
     for ip in dict.fromkeys(whitelist):
         session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
+    await session.flush()
+
+
+async def drop_whitelist(
+    session: AsyncSession, service_id: uuid.UUID, entry_ids: Sequence[int], now: datetime
+) -> None:
+    """Remove the service's whitelist entries `entry_ids` and mark the service changed (`updated_at`: the
+    gateway's change marker), flushed."""
+    await session.execute(delete(ServiceWhitelist).where(ServiceWhitelist.id.in_(list(entry_ids))))
+    await session.execute(
+        update(Service)
+        .where(Service.service_id == service_id)
+        .values(updated_at=now)
+        .execution_options(synchronize_session=False)
+    )
     await session.flush()
 
 
