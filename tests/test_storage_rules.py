@@ -102,7 +102,6 @@ _GATEWAY_STORE = "the gateway's own store (its node rows and the change feed); n
 STORAGE_WRITES = {
     "domains/accounts/logins.py": "login attempts and customer rows: " + _NOT_MOVED,
     "domains/accounts/service.py": "customers (and the new customer's wallet row): " + _NOT_MOVED,
-    "domains/addons/service.py": "service_addons, the add-on's service rows: " + _NOT_MOVED,
     "domains/apikeys/caps.py": "the API key's spending counters: " + _NOT_MOVED,
     "domains/apikeys/service.py": "api_keys (issue, revoke; read, last use: storage/repos/api_keys.py): "
     + _NOT_MOVED,
@@ -121,7 +120,6 @@ STORAGE_WRITES = {
     "domains/stock/service.py": "stock releases (the allocation: storage/repos/stock.py)",
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
-    "domains/subusers/service.py": "sub-users and their whitelists: " + _NOT_MOVED,
     "domains/wallet/deposits.py": "deposits (the wallet's own rows are storage/repos/wallet.py): "
     + _NOT_MOVED,
     "gateway/local_ips.py": _GATEWAY_STORE,

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table, delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
@@ -29,9 +29,10 @@ from proxyplane.core.security import SecretBox
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
 from proxyplane.domains.subusers import supplier_countries
-from proxyplane.storage.models import Base, Service, ServiceWhitelist, StockIp
+from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import subusers as subuser_rows
+from proxyplane.storage.repos.subusers import usage_tables as usage_tables  # importable from here
 
 MAX_PER_SERVICE = 100
 GENERATED_SERVICE_LOGIN = re.compile(r"^pp[0-9a-f]{10}$")
@@ -230,9 +231,8 @@ async def create(
         limit_reached=False,
         notified_pct=0,
     )
-    session.add(sub)
     proxy.touch(svc)
-    await session.flush()
+    await subuser_rows.add_subuser(session, sub)
     return sub, password
 
 
@@ -267,14 +267,6 @@ async def rotate_password(session: AsyncSession, box: SecretBox, svc: Service, s
     return password
 
 
-def usage_tables() -> list[Table]:
-    """The tables of what the gateway metered per sub-user (minutes, errors and their rollups): keyed by
-    ``subuser_pk`` without a foreign key (the whitelist's cascades with the sub-user)."""
-    return [
-        t for t in Base.metadata.sorted_tables if "subuser_pk" in t.c and not t.c["subuser_pk"].foreign_keys
-    ]
-
-
 async def remove(session: AsyncSession, svc: Service, sub: ServiceSubuser) -> None:
     """Delete the sub-user, its usage rows and its sticky sessions (ended with a purge marker, which the
     nodes apply), in this transaction. The service's own usage rows (which counted the sub-user's traffic
@@ -282,11 +274,8 @@ async def remove(session: AsyncSession, svc: Service, sub: ServiceSubuser) -> No
     flushes after this for the deleted id stay apart from any new sub-user."""
     if proxy.has_session_modes(svc):
         await proxy.purge_sessions(session, svc, sub.id)
-    for table in usage_tables():
-        await session.execute(delete(table).where(table.c["subuser_pk"] == sub.id))
-    await session.delete(sub)
     proxy.touch(svc)
-    await session.flush()
+    await subuser_rows.remove(session, sub)
 
 
 async def whitelist_add(session: AsyncSession, svc: Service, sub: ServiceSubuser, ip: str) -> None:
@@ -307,16 +296,12 @@ async def whitelist_add(session: AsyncSession, svc: Service, sub: ServiceSubuser
             "sub-users' together); remove one or buy the extra whitelist slots add-on",
             limit=limit,
         )
-    session.add(SubuserWhitelist(subuser_pk=sub.id, ip=ip))
     proxy.touch(svc)
-    await session.flush()
+    await subuser_rows.add_whitelisted(session, sub.id, ip)
 
 
 async def whitelist_remove(session: AsyncSession, svc: Service, sub: ServiceSubuser, ip: str) -> None:
     ip = proxy.parse_ipv4(ip, "ip")
-    gone = await session.execute(
-        delete(SubuserWhitelist).where(SubuserWhitelist.subuser_pk == sub.id, SubuserWhitelist.ip == ip)
-    )
-    if rowcount(gone):
+    if await subuser_rows.remove_whitelisted(session, sub.id, ip):
         proxy.touch(svc)
         await session.flush()
