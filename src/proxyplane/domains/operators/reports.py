@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, String, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
+from proxyplane.domains.operators import customer_extras
 from proxyplane.storage.models import (
     ApiKey,
     Customer,
@@ -118,7 +119,7 @@ def customer_row(c: Customer) -> dict[str, Any]:
 
 async def search(session: AsyncSession, query: str, limit: int = 50) -> list[dict[str, Any]]:
     """Customers whose email or name contains `query`, whose id is it, who own a service with that login,
-    or to whom that exit IP is allocated now."""
+    to whom that exit IP is allocated now, or who signed in from / whitelisted that client IP."""
     q = query.strip()
     if not q:
         rows = await session.execute(select(Customer).order_by(Customer.id.desc()).limit(limit))
@@ -135,6 +136,7 @@ async def search(session: AsyncSession, query: str, limit: int = 50) -> list[dic
         func.lower(Customer.name).like(like),
         Customer.id.in_(by_service),
         Customer.id.in_(by_ip),
+        *customer_extras.by_client_ip(q),
     ]
     if q.isdigit() and len(q) < 10:
         conditions.append(Customer.id == int(q))
@@ -181,6 +183,7 @@ async def customer_page(session: AsyncSession, customer: Customer, balance_cents
     ).scalars()
     return {
         **customer_row(customer),
+        **await customer_extras.extras(session, customer.id),
         "balance_cents": balance_cents,
         "services": [
             {
