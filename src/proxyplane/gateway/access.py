@@ -408,6 +408,10 @@ def authenticate(
     if entry.quota is not None and quotas.refused(entry, access.sub_counts):
         why = quotas.reason(entry)  # quota_exhausted, or insufficient_balance (pay as you go)
         raise AuthError(quotas.text(why), why, entry.service_id)
+    if entry.parent is not None and entry.max_client_ips and not access.client_ips.admit(
+        entry.service_id, client_ip, entry.max_client_ips, entry.client_ip_policy
+    ):  # a sub-user's own limit (its addresses count for its service's too)
+        raise AuthError(CLIENT_IP_TEXT, CLIENT_IP_LIMIT, entry.service_id)
     owner = entry.parent or entry
     if owner.max_client_ips and not access.client_ips.admit(
         owner.service_id, client_ip, owner.max_client_ips, owner.client_ip_policy

@@ -27,7 +27,7 @@ from .protocol.http_proxy import (
 from .protocol.http_response import CONNECT_ESTABLISHED, ResponseFramer, build_reply
 from .relay import Relay, RelayEnd
 from .routing import RoutingError
-from .speed import Bucket, owner_rate, throttle_http
+from .speed import Both, Bucket, throttle_http
 from .subnets import one_off
 from .upstream import Connector, UpstreamError, literal_family, open_connection
 from .upstream_pools import ChainConnector, Plan, UpstreamEntry, dial
@@ -113,7 +113,7 @@ class HttpProxyConnection(asyncio.Protocol):
         self.plan: Plan | None = None  # the request goes through an upstream supplier (upstream_pools.py)
         self.via: UpstreamEntry | None = None  # the supplier the request in flight went through
         self.tunnel_host = ""
-        self.bucket: Bucket | None = None  # the request's service's speed limit (speed.py, issue 32.6)
+        self.bucket: Bucket | Both | None = None  # the request's service's speed limit (speed.py, issue 32.6)
         self.speed_held = False  # the upstream's reading paused by it
 
     # -- client transport callbacks --
@@ -310,8 +310,7 @@ class HttpProxyConnection(asyncio.Protocol):
         self.req, self.req_service, self.exit_ip = req, service_id, exit_ip
         service, self.bucket = grant.service, None
         if service.speed_bps or (service.parent is not None and service.parent.speed_bps):
-            sid, rate = owner_rate(service)  # a speed limit: the response's bytes take from its bucket
-            self.bucket = self.ctx.speed.bucket(sid, rate)
+            self.bucket = self.ctx.speed.for_entry(service)  # the response's bytes take from its bucket
         # an address drawn for this request only, or a supplier's rotation: its upstream is not pooled
         self.one_off = self.plan is not None or one_off(grant)
         self.up_bytes, self.down_bytes = len(req.head), 0

@@ -15,7 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING, cast
 
 from .metering import Flow
-from .speed import owner_rate, throttle
+from .speed import throttle
 
 if TYPE_CHECKING:
     from .context import Context
@@ -107,8 +107,7 @@ class Relay:
         self.closed = False
         self._last_total = 0
         self._deadline = 0
-        sid, rate = owner_rate(ctx.access.get(flow.service_id))
-        self.bucket = ctx.speed.bucket(sid, rate) if rate else None  # speed.py (issue 32.6)
+        self.bucket = ctx.speed.for_entry(ctx.access.get(flow.service_id))  # speed.py (issue 32.6)
         client.set_protocol(end)
         end.transport = client
 

@@ -1,6 +1,9 @@
 """Speed limits (issue 32.6): a service's bytes/s cap, one token bucket per service (the flow group: all
 its tunnels on this process, both directions together, its sub-users' too).
 
+A sub-user may have a cap of its own (``service_subusers.speed_limit_bps``: its derived entry's
+``speed_bps``); its flows then take from its bucket and from its service's (``Both``).
+
 A service with ``speed_bps`` (``ServiceEntry``, from ``parameters["speed_limit_bps"]``) is relayed by the
 Python relay (relay.py), also when the C engine accepted it: the engine's tunnel is detached after its
 decisions (slot, flow, exit IP) and relayed in Python (speed_handoff.py), so the engine's own relay
@@ -34,12 +37,16 @@ def limit_of(params: Mapping[str, object]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def owner_rate(entry: ServiceEntry | None) -> tuple[str, int]:
-    """(service id, bytes/s) whose bucket a tunnel of ``entry`` (a sub-user: its service) takes from."""
-    if entry is None:
-        return "", 0
-    owner = entry.parent or entry
-    return owner.service_id, owner.speed_bps
+class Both:
+    """A sub-user with a cap of its own under a capped service: each chunk takes from both buckets."""
+
+    __slots__ = ("own", "service")
+
+    def __init__(self, own: Bucket, service: Bucket) -> None:
+        self.own, self.service = own, service
+
+    def take(self, n: int) -> float:
+        return max(self.own.take(n), self.service.take(n))
 
 
 class Bucket:
@@ -60,10 +67,22 @@ class Bucket:
 
 
 class SpeedLimits:
-    """The buckets of this process, by service id (a rate change gives the service a new bucket)."""
+    """The buckets of this process, by service id or sub-user metering id (a rate change gives a new
+    bucket)."""
 
     def __init__(self) -> None:
         self._buckets: dict[str, Bucket] = {}
+
+    def for_entry(self, entry: ServiceEntry | None) -> Bucket | Both | None:
+        """What a flow of ``entry`` takes from: its service's bucket, a sub-user's own, or both."""
+        if entry is None:
+            return None
+        own = self.bucket(entry.service_id, entry.speed_bps) if entry.speed_bps else None
+        parent = entry.parent
+        if parent is None or not parent.speed_bps:
+            return own
+        service = self.bucket(parent.service_id, parent.speed_bps)
+        return service if own is None else Both(own, service)
 
     def bucket(self, service_id: str, rate: int) -> Bucket:
         found = self._buckets.get(service_id)

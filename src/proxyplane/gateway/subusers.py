@@ -55,6 +55,9 @@ class SubuserEntry:
     max_connections: int = 0  # 0: only the service's limit applies
     countries: frozenset[str] | None = None  # lower-case ISO alpha-2 (rotating services); None: any
     baseline: tuple[int, int] = (0, 0)  # this node's flushed (bytes, requests) when the entry was indexed
+    max_client_ips: int = 0  # its own anti-sharing limit (client_ips.py); 0: only the service's
+    client_ip_policy: str = "refuse_new"
+    speed_bps: int = 0  # its own bytes/s cap (speed.py); 0: only the service's
 
 
 def metering_id(service_id: str, pk: int) -> str:
@@ -123,6 +126,9 @@ def derive(service: ServiceEntry, sub: SubuserEntry, counts: SubCounts) -> Servi
         sub.max_connections,
         service.udp_allowed,
         sub.sealed,
+        speed_bps=sub.speed_bps,  # its own cap: its tunnels take from both buckets (speed.py)
+        max_client_ips=sub.max_client_ips,  # its own anti-sharing limit, beside the service's
+        client_ip_policy=sub.client_ip_policy,
         parent=service,
         subuser=sub,
         quota=service.quota,  # the service's quota holds for its sub-users' traffic too (quotas.py)

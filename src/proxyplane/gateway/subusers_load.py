@@ -50,6 +50,9 @@ async def load_subusers(
             s.used_requests,
             s.max_connections,
             s.countries,
+            s.max_client_ips,
+            s.client_ip_policy,
+            s.speed_limit_bps,
             w.ip,
         )
         .outerjoin(w, w.subuser_pk == s.id)
@@ -76,6 +79,9 @@ async def load_subusers(
         used_requests,
         max_conn,
         countries,
+        max_ips,
+        ip_policy,
+        speed,
         _ip,
     ) in rows:
         if pk in seen:  # one row per whitelist entry
@@ -97,6 +103,9 @@ async def load_subusers(
             int(used_requests or 0),
             int(max_conn or 0),
             frozenset(c.lower() for c in countries) if countries else None,
+            max_client_ips=int(max_ips or 0),
+            client_ip_policy="newest_wins" if ip_policy == "newest_wins" else "refuse_new",
+            speed_bps=int(speed or 0),
         )
         out.setdefault(str(service_id), []).append(entry)
     return {sid: tuple(entries) for sid, entries in out.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +62,22 @@ class LimitsIn(BaseModel):
         default=None, ge=1, le=1_000_000, description="concurrent connections, at most the service's"
     )
     countries: list[str] | None = COUNTRIES
+    max_client_ips: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="distinct client addresses within the window (as the service's; counted for it too); "
+        "null: only the service's limit",
+    )
+    client_ip_policy: Literal["refuse_new", "newest_wins"] | None = Field(
+        default=None, description="refuse_new (429 client_ip_limit, the default) or newest_wins"
+    )
+    speed_limit_bps: int | None = Field(
+        default=None,
+        ge=1000,
+        le=10**11,
+        description="bytes/s cap of this sub-user's traffic (its service's cap holds too); null: none",
+    )
 
 
 class SubuserIn(LimitsIn):
@@ -102,6 +119,9 @@ class SubuserOut(BaseModel):
     traffic_limit_requests: int | None
     max_connections: int | None
     countries: list[str] | None
+    max_client_ips: int | None
+    client_ip_policy: str = Field(description="refuse_new or newest_wins")
+    speed_limit_bps: int | None
     whitelist: list[str] = Field(description="IPv4 addresses (they use the service's whitelist slots)")
     used_bytes: int
     used_requests: int
@@ -136,6 +156,9 @@ def out(sub: ServiceSubuser, whitelist: list[str], password: str | None = None) 
         traffic_limit_requests=sub.traffic_limit_requests,
         max_connections=sub.max_connections,
         countries=sub.countries,
+        max_client_ips=sub.max_client_ips,
+        client_ip_policy=sub.client_ip_policy or "refuse_new",
+        speed_limit_bps=sub.speed_limit_bps,
         whitelist=whitelist,
         used_bytes=sub.used_bytes,
         used_requests=sub.used_requests,
