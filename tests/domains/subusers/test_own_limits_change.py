@@ -1,4 +1,4 @@
-"""A sub-user's own anti-sharing and speed limits (issue 32.5/32.6, migration 0039) are watched columns:
+"""A sub-user's own anti-sharing and speed limits (issue 32.5/32.6, migration 0041) are watched columns:
 changing one logs a gateway change of its service (every node reloads it), on both engines; an update
 that leaves them as they were logs nothing."""
 

@@ -46,7 +46,7 @@ class ServiceSubuser(Base):
     traffic_limit_requests: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     max_connections: Mapped[int | None] = mapped_column(Integer, nullable=True)  # <= the service's
     countries: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)  # ISO alpha-2, rotating only
-    # issue 32.5/32.6 (migration 0039): its own anti-sharing and speed limits, within its service's
+    # issue 32.5/32.6 (migration 0041): its own anti-sharing and speed limits, within its service's
     max_client_ips: Mapped[int | None] = mapped_column(Integer, nullable=True)
     client_ip_policy: Mapped[str | None] = mapped_column(String(12), nullable=True)  # None: refuse_new
     speed_limit_bps: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

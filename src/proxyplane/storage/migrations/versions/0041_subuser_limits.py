@@ -1,8 +1,8 @@
 """service_subusers: a sub-user's own max_client_ips / client_ip_policy and speed_limit_bps (issue 32.5,
 32.6); the gateway change triggers (0018b, 0019b) watch them too, so every node reloads the service.
 
-Revision ID: 0039
-Revises: 0038
+Revision ID: 0041
+Revises: 0040v
 """
 
 from collections.abc import Sequence
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0039"
-down_revision: str | Sequence[str] | None = "0038"
+revision: str = "0041"
+down_revision: str | Sequence[str] | None = "0040v"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
