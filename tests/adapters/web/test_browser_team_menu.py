@@ -64,6 +64,11 @@ def test_the_menu_follows_the_members_role(browser: Any, base_url: str, shots: P
     row.locator("button:has-text('Change')").click()
     owner.wait_for_selector("text=The member is now billing")
     assert owner.evaluate(FITS)
+    owner.set_viewport_size({"width": 390, "height": 844})  # the owner's member row on a phone: role,
+    assert row.locator("button:has-text('Hand over')").is_visible()  # remove and hand-over controls
+    assert owner.evaluate(FITS)
+    owner.screenshot(path=str(shots / "team-owner-phone.png"), full_page=True)
+    owner.set_viewport_size(DESKTOP)
 
     member.goto(f"{base_url}/wallet")
     billing = visible_menu(member)
