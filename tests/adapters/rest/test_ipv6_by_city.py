@@ -66,6 +66,10 @@ async def test_ipv6_subnets_per_city(client: httpx.AsyncClient, platform: Platfo
         bad = (await client.post(QUOTE, json=nowhere)).json()
         assert bad["errors"][0]["available"] == 0 and f"akureyri{tag}" in bad["errors"][0]["message"]
 
+        listed = await client.get("/api/v1/billing/countries",
+                                  params={"product_kind": "proxy_ipv6", "region": f"north {tag}"})
+        assert [(c["code"], c["available_ips"]) for c in listed.json()["countries"]] == [("IS", 256)]
+
         key = await account.key()
         await account.credit(100_000)
         order = {**body([{"country": "IS", "count": 2, "city": f"Akureyri {tag}"},

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from proxyplane.core.bounds import documented
-from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.orders import places
 from proxyplane.domains.stock import service as stock
+from proxyplane.domains.stock import subnets
 from proxyplane.domains.stock.countries import country_name, numeric_id
 from proxyplane.domains.stock.service import SOLD_KINDS
 from proxyplane.ops import Auth, Context, Operation, register
@@ -31,12 +31,12 @@ class CountriesQuery(BaseModel):
     region: str | None = Field(
         default=None, min_length=1, max_length=100,
         description="only free IPs the geo data places in this region (name or ISO 3166-2 code without the "
-        "country, compared as list_cities' region_option); not for proxy_ipv6",
+        "country, compared as list_cities' region_option); proxy_ipv6: free subnets of the prefixes there",
     )
     city: str | None = Field(
         default=None, min_length=1, max_length=100,
         description="only free IPs the geo data places in this city (compared as list_cities' "
-        "city_option); not for proxy_ipv6",
+        "city_option); proxy_ipv6: free subnets of the prefixes there",
     )
 
 
@@ -56,10 +56,16 @@ class CountriesOut(BaseModel):
 
 
 async def _placed(ctx: Context, q: CountriesQuery) -> tuple[dict[str, int], str | None, str | None]:
-    if q.product_kind == IPV6_KIND:
-        raise ValidationFailed("region and city are not listed for proxy_ipv6", field="product_kind")
     region, city = places.place_keys(q.region, q.city)
     counts: dict[str, int] = {}
+    if q.product_kind == IPV6_KIND:  # free subnets of the prefixes placed there
+        for _, country, prefix, subnet_len, held, name, code, town in await ip_geo.prefix_places(
+            ctx.session, q.geo_source, None
+        ):
+            free = max(0, subnets.subnet_count(prefix, subnet_len) - held)
+            if free and places.fits((name, code, town, free), region, city):
+                counts[country] = counts.get(country, 0) + free
+        return counts, region, city
     for country, name, code, town, n in await ip_geo.country_place_counts(
         ctx.session, q.product_kind, q.geo_source
     ):

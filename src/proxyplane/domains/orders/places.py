@@ -126,7 +126,7 @@ async def _resolve_subnets(
         line = lines[i]
         prefixes = await ip_geo.prefix_places(session, geo_source, line.country)
         rows: list[Row] = [(r, rc, ci, max(0, subnets.subnet_count(p, n) - held))
-                           for _, p, n, held, r, rc, ci in prefixes]
+                           for _, _, p, n, held, r, rc, ci in prefixes]
         hits = [(pid, row[3]) for (pid, *_), row in zip(prefixes, rows, strict=True)
                 if fits(row, line.region, line.city)]
         place = PlaceFilter(geo_source, prefix_ids=tuple(pid for pid, _ in hits))

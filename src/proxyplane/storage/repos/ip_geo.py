@@ -192,11 +192,11 @@ async def country_place_counts(
 
 
 async def prefix_places(
-    session: AsyncSession, geo_source: str, country: str
-) -> list[tuple[int, str, int, int, str | None, str | None, str | None]]:
-    """(prefix id, prefix, subnet length, live subnets, region, region code, city) of the IPv6 prefixes
-    on sale in one stock country that the geo data places (by the prefix's own row): what a proxy_ipv6
-    order's region/city is matched against."""
+    session: AsyncSession, geo_source: str, country: str | None
+) -> list[tuple[int, str, str, int, int, str | None, str | None, str | None]]:
+    """(prefix id, stock country, prefix, subnet length, live subnets, region, region code, city) of the
+    IPv6 prefixes on sale in one stock country (None: every one) that the geo data places (by the
+    prefix's own row): what a proxy_ipv6 order's region/city is matched against."""
     col = StockPrefix.country_ripe if geo_source == "ripe" else StockPrefix.country_maxmind
     live = (
         select(func.count())
@@ -204,14 +204,16 @@ async def prefix_places(
         .scalar_subquery()
     )
     query = (
-        select(StockPrefix.id, StockPrefix.prefix, StockPrefix.subnet_len, live, IpGeo.region,
+        select(StockPrefix.id, col, StockPrefix.prefix, StockPrefix.subnet_len, live, IpGeo.region,
                IpGeo.region_code, IpGeo.city)
         .select_from(StockPrefix)
         .join(IpGeo, (IpGeo.address == StockPrefix.prefix) & (IpGeo.geo_source == geo_source))
-        .where(StockPrefix.retired_at.is_(None), col == country)
+        .where(StockPrefix.retired_at.is_(None))
     )
-    return [(int(pid), str(p), int(n), int(held or 0), r, rc, ci)
-            for pid, p, n, held, r, rc, ci in await session.execute(query)]
+    if country is not None:
+        query = query.where(col == country)
+    return [(int(pid), str(c), str(p), int(n), int(held or 0), r, rc, ci)
+            for pid, c, p, n, held, r, rc, ci in await session.execute(query)]
 
 
 async def subnet_places(
