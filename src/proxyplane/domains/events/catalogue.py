@@ -26,6 +26,11 @@ EVENT_TYPES: dict[str, str] = {
     "ticket.replied": "Support replied to one of your tickets.",
     "api_key.created": "An API key was created (the secret is never sent).",
     "api_key.revoked": "An API key was revoked.",
+    "member.joined": "Someone accepted an invitation and now acts on the account with a role (issue 34.5).",
+    "member.role_changed": "A team member was given another role; their API keys keep only what it allows.",
+    "member.removed": "A team member was removed: their sessions on the account ended, their keys stopped.",
+    "member.left": "A team member left the account by themselves; their API keys on it stopped working.",
+    "account.handed_over": "The account was handed over to a team member, who now holds it.",
     "webhook_endpoint.disabled": "A webhook endpoint kept failing and was disabled.",
     "webhook.test": "A test event sent on request to one endpoint.",
 }

@@ -12,6 +12,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, Forbidden
 from proxyplane.domains.accounts.service import get_customer
 from proxyplane.domains.apikeys.service import revoke_key
+from proxyplane.domains.events.service import emit
 from proxyplane.domains.team import mails
 from proxyplane.domains.team.activity import note_action
 from proxyplane.domains.team.service import target
@@ -56,6 +57,8 @@ async def hand_over(ctx: Context, member_id: int, revoke_own_keys: bool) -> Outc
     await note_action(
         ctx.session, account.id, ctx.caller.member_id, ctx.caller, "member.handed_over", person.email
     )
+    data = {"member_id": row.id, "email": person.email, "own_sign_in_closed": first, "keys_revoked": revoked}
+    await emit(ctx.session, account.id, "account.handed_over", data)
     still = f" {len(kept)} API key(s) made before still work: revoke those you do not know." if kept else ""
     await mails.tell(
         ctx.platform,

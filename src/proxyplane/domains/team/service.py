@@ -13,6 +13,7 @@ from proxyplane.core.errors import Conflict, Forbidden, NotFound, ValidationFail
 from proxyplane.domains.accounts.service import find_by_email, get_customer, normalise_email
 from proxyplane.domains.apikeys.cache import drop_everywhere
 from proxyplane.domains.apikeys.service import revoke_key
+from proxyplane.domains.events.service import emit
 from proxyplane.domains.mail.compose import render
 from proxyplane.domains.mail.outbox import queue
 from proxyplane.domains.team import mails, roles
@@ -163,6 +164,7 @@ async def accept(
     await note_action(
         session, row.account_id, joined.id, caller, "member.joined", f"{person.email} as {row.role}"
     )
+    await emit(session, row.account_id, "member.joined", _about(joined, person.email))
     account = await get_customer(session, row.account_id)
     await mails.tell(
         platform,
@@ -237,8 +239,11 @@ async def change_role(ctx: Context, member_id: int, role: str) -> TeamMember:
         "member.role_changed",
         f"member {row.id}: {before} -> {role}",
     )
+    account, person = await _people(ctx, row)
     if role != before:
-        account, person = await _people(ctx, row)
+        await emit(
+            ctx.session, account.id, "member.role_changed", {**_about(row, person.email), "before": before}
+        )
         await mails.tell(
             ctx.platform,
             ctx.session,
@@ -278,6 +283,9 @@ async def remove(ctx: Context, member_id: int) -> int:
         f"member {row.id} ({len(keys)} keys revoked)",
     )
     account, person = await _people(ctx, row)
+    await emit(
+        ctx.session, account.id, "member.removed", {**_about(row, person.email), "keys_revoked": len(keys)}
+    )
     await mails.tell(
         ctx.platform,
         ctx.session,
@@ -301,6 +309,11 @@ async def _withdraw_invitations(ctx: Context, row: TeamMember) -> None:
     for sent in await repo.open_invitations(ctx.session, row.account_id, now):
         if sent.invited_by.lower() == person.email.lower():
             await repo.revoke_invitation(ctx.session, sent, now)
+
+
+def _about(row: TeamMember, email: str) -> dict[str, object]:
+    """A member change's webhook payload (member.* events)."""
+    return {"member_id": row.id, "email": email, "role": row.role}
 
 
 async def _people(ctx: Context, row: TeamMember) -> tuple[Customer, Customer]:
@@ -339,6 +352,9 @@ async def leave(ctx: Context) -> int:
         ctx.session, ctx.customer_id, row.id, ctx.caller, "member.left", f"{len(keys)} keys revoked"
     )
     account, person = await _people(ctx, row)
+    await emit(
+        ctx.session, account.id, "member.left", {**_about(row, person.email), "keys_revoked": len(keys)}
+    )
     await mails.tell(
         ctx.platform,
         ctx.session,
