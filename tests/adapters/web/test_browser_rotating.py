@@ -98,3 +98,50 @@ def test_rotating_page_quota_bar_and_copyable_url(
     password = copied.split(":", 2)[2].split("@", 1)[0]
     assert len(password) >= 8 and password not in page.inner_text("main")
     context.close()
+
+
+def payg_traffic(sid: str) -> Callable[[Any], Coroutine[Any, Any, None]]:
+    """1.5 GB through a pay-as-you-go service (the flush charges its 2 started GB)."""
+
+    async def job(platform: Any) -> None:
+        from proxyplane.core.clock import utcnow
+        from proxyplane.gateway.metering import UsageRow
+        from proxyplane.gateway.usage_sink import write_usage
+
+        minute = utcnow().replace(second=0, microsecond=0)
+        row = UsageRow(sid, minute, "example.com", requests=2, bytes_down=3 * GB // 2)
+        await write_usage(platform.db, [row])
+
+    return job
+
+
+def test_pay_as_you_go_page_at_desktop_and_phone(
+    browser: Any,  # noqa: F811
+    base_url: str,  # noqa: F811
+    database_url: str,
+    tmp_path: Any,
+) -> None:
+    """Issue 32.4: the demo pay-as-you-go plan bought in the browser; its page shows the use, the rate per
+    started GB and the units charged, fits a 390 px phone, and offers no add-traffic form."""
+    run(database_url, seed, tmp_path)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    sign_up(page, base_url)
+    page.goto(f"{base_url}/wallet")
+    page.fill("input[name=amount]", "10")
+    page.click("button:has-text('Continue to payment')")
+    page.click("button:has-text('Pay')")
+    page.goto(f"{base_url}/catalog")
+    page.click("section.product:has-text('Rotating datacenter: pay as you go') button:has-text('Buy for')")
+    page.wait_for_url(f"{base_url}/services/*")
+    run(database_url, payg_traffic(page.url.rsplit("/", 1)[1]), tmp_path)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.reload()
+        assert page.inner_text("#plan-used") == "1.5 GB" and page.inner_text("#plan") == "Pay as you go"
+        assert "per started 1 GB" in page.inner_text("#payg-rate")
+        assert page.inner_text("#payg-billed").startswith("2 units charged ($4.00)")
+        assert page.locator("#add-traffic").count() == 0
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=str(tmp_path / f"payg-{width}.png"), full_page=True)
+    context.close()

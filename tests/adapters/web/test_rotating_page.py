@@ -75,3 +75,32 @@ async def test_plan_use_and_proxy_urls(
     visible = "".join(part.split('"', 1)[1] for part in page.split('data-copy="')[1:])
     assert password not in page.split('data-copy="', 1)[0] and password not in visible  # only in copy buttons
     assert "-session-&lt;id&gt;" in page and "-country-&lt;cc&gt;" in page
+
+
+async def test_pay_as_you_go_plan_use(client: httpx.AsyncClient, platform: Platform) -> None:
+    """The demo pay-as-you-go plan's page (issue 32.4): used bytes, the rate per started unit, the units
+    charged and owed, no add-traffic form; refused for its balance, it says insufficient_balance and how to
+    top up."""
+    async with platform.db.unit_of_work() as uow:
+        await seed_demo(uow.session)
+        await uow.commit()
+    await fresh_stock(platform, "proxy_datacenter", "MD", 4)
+    _, key = await buyer(client, platform, 700)
+    catalog = (await client.get("/api/v1/customer/catalog?limit=100", headers=bearer(key))).json()["items"]
+    product = next(p for p in catalog if p["name"] == "Rotating datacenter: pay as you go")
+    r = await post_form(client, "/catalog", f"/catalog/{product['product_id']}", {"idempotency_key": "payg"})
+    url = r.headers["location"]
+    sid = url.rsplit("/", 1)[1]
+    minute = utcnow().replace(second=0, microsecond=0)
+
+    async def used(nbytes: int) -> str:
+        await write_usage(platform.db, [UsageRow(sid, minute, "example.com", requests=1, bytes_down=nbytes)])
+        return (await client.get(url)).text
+
+    page = await used(3 * GB // 2)  # 2 units started: charged now (400 of 700 cents)
+    assert 'id="plan-used">1.5 GB<' in page and "per started 1 GB" in page
+    assert 'id="payg-billed">2 units charged' in page and 'id="add-traffic"' not in page
+    page = await used(GB)  # a 3rd unit in the same hour: owed, covered by the 300 cents left
+    assert "1 more with the next hourly charge" in page and 'id="payg-refused"' not in page
+    page = await used(GB // 2)  # the 3rd unit used up; 300 - 200 owed cannot pay a 4th: refused
+    assert 'id="payg-refused"' in page and "insufficient_balance" in page and 'href="/wallet"' in page

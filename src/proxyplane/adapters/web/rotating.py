@@ -17,13 +17,13 @@ from proxyplane.adapters.web.service_extras import optional
 from proxyplane.core.clock import utcnow
 from proxyplane.core.units import format_bytes
 
-PERIOD_WORDS = {"term": "a term", "month": "a month", "none": "(a package: never expires)"}
-HEADINGS = {"term": "this term", "month": "this month", "none": "of the package"}
+PERIOD_WORDS = {"term": "a term", "month": "a month", "none": "(a package: never expires)", "payg": "a unit"}
+HEADINGS = {"term": "this term", "month": "this month", "none": "of the package", "payg": "(pay as you go)"}
 
 
 @dataclass(frozen=True)
 class PlanUse:
-    plan: str  # "bandwidth" or "requests"
+    plan: str  # "bandwidth", "requests" or "payg" (billed per started unit, issue 32.4)
     used: int
     quota: int  # the limit of the period (the plan's quota + traffic bought for it)
     since: datetime
@@ -52,7 +52,7 @@ class PlanUse:
     @property
     def buyable(self) -> bool:
         """Traffic can be added (a byte quota: add_traffic, auto top-up)."""
-        return self.metered is not None and self.metered.quota_bytes is not None
+        return self.metered is not None and self.metered.quota_bytes is not None and self.plan != "payg"
 
     @property
     def percent(self) -> float:
@@ -76,7 +76,10 @@ class ProxyLine:
 
 
 def plan_quota(parameters: dict[str, Any]) -> tuple[str, int] | None:
-    """('bandwidth', bytes) or ('requests', count) from the service's parameters; None without a quota."""
+    """('bandwidth', bytes) or ('requests', count) from the service's parameters; ('payg', 0) for a
+    pay-as-you-go plan; None without a quota."""
+    if parameters.get("plan") == "payg":
+        return ("payg", 0)
     if parameters.get("plan") == "bandwidth":
         quota = int(parameters.get("quota_bytes", 0) or 0)
         return ("bandwidth", quota) if quota > 0 else None
@@ -93,7 +96,7 @@ async def plan_use(request: Request, svc: Any) -> PlanUse | None:
     metered = await optional(request, "get_service_quota", {"service_id": str(svc.service_id)})
     if metered is not None:
         since = metered.period_start or svc.current_period_start
-        if plan == "bandwidth" and metered.limit_bytes is not None:
+        if plan in ("bandwidth", "payg") and metered.limit_bytes is not None:
             return PlanUse(plan, metered.used_bytes, metered.limit_bytes, since, metered)
         if plan == "requests" and metered.quota_requests is not None:
             return PlanUse(plan, metered.used_requests, metered.quota_requests, since, metered)
