@@ -34,7 +34,7 @@ def _limits(data: dict[str, Any]) -> dict[str, Any] | str:
             body["traffic_limit_bytes"] = parse_amount(traffic, str(data.get("traffic_unit", "GB")))
         except ValueError as exc:
             return f"traffic limit: {exc}"
-    for name in ("traffic_limit_requests", "max_connections"):
+    for name in ("traffic_limit_requests", "max_connections", "max_client_ips"):
         raw = str(data.get(name, "")).strip()
         if not raw:
             continue
@@ -42,6 +42,12 @@ def _limits(data: dict[str, Any]) -> dict[str, Any] | str:
             body[name] = int(raw)
         except ValueError:
             return f"{name.replace('_', ' ')} must be a whole number"
+    speed = str(data.get("speed_kbps", "")).strip()
+    if speed:  # typed in kB/s (decimal), as the service's own speed field (issue 32.6)
+        try:
+            body["speed_limit_bps"] = int(speed) * 1000
+        except ValueError:
+            return "speed limit must be a whole number of kB/s"
     countries = [c.strip() for c in str(data.get("countries", "")).replace(";", ",").split(",") if c.strip()]
     if countries:
         body["countries"] = countries
