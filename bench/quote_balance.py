@@ -146,7 +146,8 @@ async def grow_ledger(db: Database, customer_id: int, upto: int, have: int) -> N
 
 async def main() -> None:
     import proxyplane.operations  # noqa: F401  (registers every operation)
-    from proxyplane.domains.orders.ops import AutoPlanIn, CountriesQuery, QuoteIn
+    from proxyplane.domains.orders.countries_ops import CountriesQuery
+    from proxyplane.domains.orders.ops import AutoPlanIn, QuoteIn
 
     try:  # the maintained free counts (issue 15, engineer O); absent before them
         from proxyplane.jobs.stock_free_fold import fold_free_counts

@@ -139,3 +139,10 @@ async def test_roles_and_the_cli_door(
         assert (await browser.get("/" + path)).headers["location"] == "/overview"
         shown = await browser.get("/overview")
         assert shown.status_code == 200 and "by cli" in shown.text
+
+
+async def test_a_stale_view_link_is_a_404_page_and_sets_no_cookie(client: httpx.AsyncClient) -> None:
+    """A made-up (or ended, or expired) view token: the page says the link expired; no view cookie."""
+    r = await client.get(f"/view-as/{uuid.uuid4().hex}")
+    assert r.status_code == 404 and "view link" in r.text.lower()
+    assert "pp_view_as" not in r.headers.get("set-cookie", "")

@@ -74,6 +74,11 @@ async def _live(platform: Platform, token: str, view: bool) -> WebSession | None
     return row if (row.viewed_by is not None) == view else None
 
 
+async def live_view(platform: Platform, token: str) -> WebSession | None:
+    """The live operator view session a view link's token names, or None."""
+    return await _live(platform, token, view=True)
+
+
 def set_view_cookie(request: Request, response: Response, token: str, max_age: int) -> None:
     set_cookie(request, response, VIEW_COOKIE, token, max_age)
 

@@ -36,10 +36,7 @@ BEGIN
   ELSIF TG_OP = 'DELETE' THEN {on_delete}
   ELSE {on_update}
   END IF;
-  IF FOUND THEN
-    PERFORM pg_notify('proxyplane_changes', '');
-  END IF;
-  RETURN NULL;
+  RETURN NULL;  -- no NOTIFY (0020i): the change notifier wakes the nodes
 END $$
 """
 SQLITE_UPDATE = """
