@@ -111,8 +111,6 @@ STORAGE_WRITES = {
     "domains/legacy/service.py": "legacy_list_updates: " + _NOT_MOVED,
     "domains/oauth/clients.py": "oauth_clients: " + _NOT_MOVED,
     "domains/oauth/service.py": "OAuth requests, grants and tokens: " + _NOT_MOVED,
-    "domains/orders/expiry.py": "an unpaid order's deposit expiry: " + _NOT_MOVED,
-    "domains/pricing/store.py": "the price book rows: " + _NOT_MOVED,
     "domains/proxy/service.py": "whitelists and sticky sessions: " + _NOT_MOVED,
     "domains/stock/operator_ops.py": "the operator's stock edits: " + _NOT_MOVED,
     "domains/stock/seed.py": "the demo stock's rows: " + _NOT_MOVED,
@@ -120,8 +118,6 @@ STORAGE_WRITES = {
     "domains/stock/service.py": "stock releases (the allocation: storage/repos/stock.py)",
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
-    "domains/wallet/deposits.py": "deposits (the wallet's own rows are storage/repos/wallet.py): "
-    + _NOT_MOVED,
     "gateway/local_ips.py": _GATEWAY_STORE,
     "gateway/node_limits.py": _GATEWAY_STORE,
     "gateway/sticky_sync.py": _GATEWAY_STORE,

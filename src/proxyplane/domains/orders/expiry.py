@@ -9,13 +9,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.domains.invoices import service as invoices
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import Deposit, Service
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import deposits as deposit_rows
 
 
 async def due_checkouts(session: AsyncSession, now: datetime, ttl: timedelta) -> list[tuple[int, uuid.UUID]]:
@@ -38,13 +38,9 @@ async def expire_checkout(
     """Expire one checkout: (keep the changes, the cancelled service's id or None). The conditional
     `pending -> expired` change of the deposit decides against a payment arriving at the same moment:
     whichever moves the deposit first wins."""
-    moved = await session.execute(
-        update(Deposit)
-        .where(Deposit.id == deposit_id, Deposit.status == "pending")
-        .values(status="expired", completed_at=now)
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) != 1:
+    if not await deposit_rows.move_status(
+        session, deposit_id, ("pending",), "expired", now, synchronize=False
+    ):
         return False, None  # paid or failed meanwhile
     svc = await session.get(Service, number)
     if svc is None or svc.status != "pending":

@@ -14,6 +14,7 @@ from proxyplane.domains.pricing.rules import (
     pricebooks_from_dict,
 )
 from proxyplane.storage.models import PriceBookOverride
+from proxyplane.storage.repos import pricebooks as pricebook_rows
 
 
 async def load_pricebooks(session: AsyncSession) -> dict[str, PriceBook]:
@@ -34,19 +35,14 @@ async def set_overrides(session: AsyncSession, product_kind: str, overrides: dic
     row = await session.get(PriceBookOverride, product_kind)
     merged = {**(row.overrides if row else {}), **overrides}
     book = pricebook_with_overrides(DEFAULT_PRICEBOOKS[product_kind], merged)  # validates
-    if row is None:
-        session.add(PriceBookOverride(product_kind=product_kind, overrides=merged))
-    else:
-        row.overrides = merged
-    await session.flush()
+    await pricebook_rows.store_overrides(session, row, product_kind, merged)
     return book
 
 
 async def reset_overrides(session: AsyncSession, product_kind: str) -> None:
     row = await session.get(PriceBookOverride, product_kind)
     if row is not None:
-        await session.delete(row)
-        await session.flush()
+        await pricebook_rows.delete_overrides(session, row)
 
 
 def book_with(product_kind: str, overrides: dict[str, Any] | None) -> PriceBook:

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.call import call_context
@@ -17,7 +17,7 @@ from proxyplane.domains.events.wallet import deposit_failed
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.processors.base import PaymentEvent, PaymentProcessor
 from proxyplane.storage.models import Deposit
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import deposits as deposit_rows
 
 # Extension point: other domains react to a deposit leaving `pending` (e.g. an order's checkout).
 # A hook runs in the same transaction, only in the one that moved the deposit, after the wallet credit.
@@ -75,8 +75,7 @@ async def init_deposit(
     )
     deposit.checkout_url = checkout.url
     deposit.provider_ref = checkout.provider_ref
-    session.add(deposit)
-    await session.flush()
+    await deposit_rows.add_deposit(session, deposit)
     return deposit
 
 
@@ -107,12 +106,8 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
     # An order's checkout that expired unpaid (orders/expiry.py) can still be paid late: the money is
     # credited to the wallet (the cancelled order is not revived); a late failure changes nothing.
     movable = ("pending", "expired") if new_status == "paid" else ("pending",)
-    moved = await session.execute(
-        update(Deposit)
-        .where(Deposit.id == deposit.id, Deposit.status.in_(movable))
-        .values(status=new_status, completed_at=utcnow())
-    )
-    if rowcount(moved) == 1 and new_status == "paid":
+    moved = await deposit_rows.move_status(session, deposit.id, movable, new_status, utcnow())
+    if moved and new_status == "paid":
         await wallet.credit(
             session,
             deposit.customer_id,
@@ -121,10 +116,10 @@ async def apply_payment_event(session: AsyncSession, event: PaymentEvent) -> Dep
             f"Top-up via {deposit.payment_method} ({deposit.processor})",
             deposit_id=deposit.id,
         )
-    if rowcount(moved) == 1 and new_status == "failed":
+    if moved and new_status == "failed":
         await deposit_failed(session, deposit)
     await session.refresh(deposit)
-    if rowcount(moved) == 1:
+    if moved:
         for hook in SETTLEMENT_HOOKS:
             changed = await hook(session, deposit)
             if changed is not None:
