@@ -83,6 +83,9 @@ def main() -> None:
     ap.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="rotating-new again with the gateway's ARGS (a seam off), in the same rounds")
+    ap.add_argument("--python-b", default="", metavar="PYTHON",
+                    help="every way again with this interpreter (a wrapper that runs another checkout), "
+                    "as NAME/b in the same rounds: an A/B of two code versions")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="rotating_http.")
     os.chmod(tmp, 0o755)
@@ -96,14 +99,22 @@ def main() -> None:
         name, _, flags = spec.partition("=")
         ways[name] = (f"127.0.0.{40 + i}", many, CLOSING)
         extra[name] = flags.split()
+    pythons = {name: args.python for name in ways}
+    for i, name in enumerate(list(ways) if args.python_b else []):
+        host, exits, target = ways[name]
+        ways[f"{name}/b"] = (f"127.0.0.{50 + i}", exits, target)
+        extra[f"{name}/b"], pythons[f"{name}/b"] = extra.get(name, []), args.python_b
+    if args.python_b:  # each way next to its B twin in every round
+        ways = {n: ways[n] for a in [n for n in ways if not n.endswith("/b")] for n in (a, f"{a}/b")}
     procs: dict[str, Proc] = {}
     results: dict[str, list[tuple[float, float, float]]] = {}
     try:
         for name, (host, exits, _) in ways.items():
-            cmd = gateway(args.python, host, exits) + extra.get(name, [])
-            procs[name] = Proc(name, cmd, "1", os.path.join(tmp, f"{name}.log"))
+            cmd = gateway(pythons[name], host, exits) + extra.get(name, [])
+            log = os.path.join(tmp, name.replace("/", "-") + ".log")
+            procs[name] = Proc(name, cmd, "1", log)
             if not wait_port(host, 9190):
-                sys.exit(f"{name} did not start: " + open(os.path.join(tmp, f"{name}.log")).read()[-500:])
+                sys.exit(f"{name} did not start: " + open(log).read()[-500:])
         for host, _, target in ways.values():  # warm-up: pools filled, code paths hot
             run_wrk(tmp, host, target, 1)
         for r in range(args.rounds):

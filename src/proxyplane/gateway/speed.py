@@ -9,7 +9,7 @@ Python relay (relay.py), also when the C engine accepted it: the engine's tunnel
 decisions (slot, flow, exit IP) and relayed in Python (speed_handoff.py), so the engine's own relay
 loop, which unlimited services use, has no check at all. In the relay, every chunk read takes its size
 from the bucket; a bucket in debt pauses that side's reading for debt / rate seconds. Plain HTTP requests
-(http_conn.py, Python on both paths) take from the same bucket: a response's bytes written to the client
+(http_forward.py, Python on both paths) take from the same bucket: a response's bytes written to the client
 pause the upstream's reading, a request body's pause the client's. The bucket holds
 at most BURST_SECONDS of the rate, so a transfer averages the rate within that burst over its duration.
 
@@ -92,7 +92,7 @@ class SpeedLimits:
 
 
 def throttle_http(conn: Any, transport: asyncio.Transport, delay: float) -> None:
-    """A plain HTTP request's response (http_conn.py): pause reading its upstream ``transport`` for
+    """A plain HTTP request's response (http_forward.py): pause reading its upstream ``transport`` for
     ``delay`` seconds (``conn.speed_held`` meanwhile); resumed unless the client's writes are paused or
     the connection moved to another upstream."""
     conn.speed_held = True
