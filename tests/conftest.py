@@ -18,6 +18,8 @@ from proxyplane.storage.engine import Database
 from proxyplane.storage.migrate import upgrade
 from tests.support import Account, make_account
 
+pytest_plugins = ["tests.watchdog"]  # a hung test ends the run with its stacks (tests/watchdog.py)
+
 # property tests check properties, not speed: on a shared 2-core CI host a slow example is load, not a bug
 # (hypothesis's 200 ms deadline and its too_slow health check failed test_autoplan once under load)
 settings.register_profile("proxyplane", deadline=None, suppress_health_check=[HealthCheck.too_slow])
