@@ -118,16 +118,12 @@ STORAGE_WRITES = {
     "domains/stock/service.py": "stock releases (the allocation: storage/repos/stock.py)",
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
-    "gateway/local_ips.py": _GATEWAY_STORE,
-    "gateway/node_limits.py": _GATEWAY_STORE,
-    "gateway/sticky_sync.py": _GATEWAY_STORE,
     "jobs/webhooks.py": "the delivery worker's claims and results: " + _NOT_MOVED,
 }
 STORAGE_SQL = {
     "gateway/changes.py": _GATEWAY_STORE,
     "gateway/store_load.py": _GATEWAY_STORE,
     "jobs/change_notifier.py": "LISTEN/NOTIFY of the change log: " + _NOT_MOVED,
-    "observability/health.py": "the health check's schema version read",
 }
 STORAGE_DRIVER = {
     "gateway/changes.py": _GATEWAY_STORE,
@@ -137,9 +133,6 @@ STORAGE_DRIVER = {
 STORAGE_DIALECT = {
     "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
     "gateway/changes.py": _GATEWAY_STORE,
-    "gateway/local_ips.py": _GATEWAY_STORE,
-    "gateway/node_limits.py": _GATEWAY_STORE,
-    "gateway/sticky_sync.py": _GATEWAY_STORE,
     "gateway/store.py": _GATEWAY_STORE,
     "gateway/store_load.py": _GATEWAY_STORE,
     "gateway/usage_sink.py": _GATEWAY_STORE,

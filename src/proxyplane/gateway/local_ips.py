@@ -27,14 +27,11 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
+from proxyplane.storage.repos import gateway_nodes
 
 from . import periodic
 from .access import AccessProvider
@@ -175,16 +172,9 @@ class LocalAddresses:
     async def publish(self) -> None:
         now = utcnow()
         texts = [str(n) for n in self.prefixes or ()]
-        insert = sqlite_insert if self.db.is_sqlite else pg_insert
-        stmt = insert(GatewayNodeAddresses).values(node_id=self.node_id, prefixes=texts,
-                                                   nonlocal_ips=self.nonlocal_count, updated_at=now)
-        stmt = stmt.on_conflict_do_update(index_elements=["node_id"], set_={
-            "prefixes": stmt.excluded.prefixes, "nonlocal_ips": stmt.excluded.nonlocal_ips,
-            "updated_at": now})
         async with self.db.unit_of_work(write=True) as uow:
-            await uow.session.execute(stmt)
-            await uow.session.execute(delete(GatewayNodeAddresses).where(
-                GatewayNodeAddresses.updated_at < now - timedelta(hours=1)))
+            await gateway_nodes.publish_addresses(uow.session, self.node_id, texts, self.nonlocal_count, now)
+            await gateway_nodes.prune_addresses(uow.session, now - timedelta(hours=1))
             await uow.commit()
 
     def status(self) -> dict[str, Any]:
@@ -201,8 +191,7 @@ class LocalAddresses:
         self._task = None
         with contextlib.suppress(Exception):
             async with self.db.unit_of_work(write=True) as uow:
-                await uow.session.execute(
-                    delete(GatewayNodeAddresses).where(GatewayNodeAddresses.node_id == self.node_id))
+                await gateway_nodes.remove_addresses(uow.session, self.node_id)
                 await uow.commit()
 
 
@@ -211,9 +200,8 @@ async def inactive_by_prefixes(session: AsyncSession, ips: list[str],
     """The IPs of ``ips`` that no live gateway node's local prefixes contain; None when no node is live
     (then nothing can be said)."""
     fresh = utcnow() - timedelta(seconds=stale)
-    rows = (await session.execute(
-        select(GatewayNodeAddresses.prefixes).where(GatewayNodeAddresses.updated_at > fresh))).all()
+    rows = await gateway_nodes.live_prefixes(session, fresh)
     if not rows:
         return None
-    prefixes = parse_prefixes(text for (texts,) in rows for text in (texts or ()))
+    prefixes = parse_prefixes(text for texts in rows for text in texts)
     return outside(ips, prefixes)

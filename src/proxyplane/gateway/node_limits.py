@@ -26,15 +26,12 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models.gateway_health import GatewayNodeConnections
 from proxyplane.storage.repos import client_ips as client_ip_repo
+from proxyplane.storage.repos import gateway_nodes
 
 from . import periodic
 from .client_ips import ClientIps
@@ -78,30 +75,15 @@ class NodeCounts:
         async with self.db.unit_of_work(write=True) as uow:
             if self.publish:
                 counts = {sid: n for sid, n in self.limiter.snapshot().items() if n > 0}
-                insert = sqlite_insert if self.db.is_sqlite else pg_insert
-                stmt = insert(GatewayNodeConnections).values(
-                    node_id=self.node_id, counts=counts, updated_at=now
-                )
-                stmt = stmt.on_conflict_do_update(
-                    index_elements=["node_id"], set_={"counts": stmt.excluded.counts, "updated_at": now}
-                )
-                await uow.session.execute(stmt)
+                await gateway_nodes.publish_connections(uow.session, self.node_id, counts, now)
             if asyncio.get_running_loop().time() - self._last_cleanup > 600.0:
                 self._last_cleanup = asyncio.get_running_loop().time()
                 old = now - timedelta(hours=1)
-                await uow.session.execute(
-                    delete(GatewayNodeConnections).where(GatewayNodeConnections.updated_at < old)
-                )
+                await gateway_nodes.prune_connections(uow.session, old)
                 await client_ip_repo.prune(uow.session, old)
-            rows = await uow.session.execute(
-                select(GatewayNodeConnections.counts).where(
-                    GatewayNodeConnections.node_id != self.node_id,
-                    GatewayNodeConnections.updated_at > fresh,
-                )
-            )
             others: dict[str, int] = {}
-            for (node_counts,) in rows.all():
-                for sid, n in (node_counts or {}).items():
+            for node_counts in await gateway_nodes.other_connections(uow.session, self.node_id, fresh):
+                for sid, n in node_counts.items():
                     others[sid] = others.get(sid, 0) + int(n)
             reports = await self._exchange_client_ips(uow.session, now, fresh)
             await uow.commit()
@@ -141,7 +123,5 @@ class NodeCounts:
             return
         with contextlib.suppress(Exception):
             async with self.db.unit_of_work(write=True) as uow:
-                await uow.session.execute(
-                    delete(GatewayNodeConnections).where(GatewayNodeConnections.node_id == self.node_id)
-                )
+                await gateway_nodes.remove_connections(uow.session, self.node_id)
                 await uow.commit()

@@ -35,14 +35,10 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, or_, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
 from proxyplane.storage.models.gateway import PURGE_SID
-from proxyplane.storage.models.gateway import StickySession as StickyRow
+from proxyplane.storage.repos import sticky_sessions
 
 from . import metrics, periodic
 from .access import ServiceEntry
@@ -284,22 +280,9 @@ class StickySync:
             )
         if not values:
             return 0
-        insert = sqlite_insert if self.db.is_sqlite else pg_insert
         try:
             async with self.db.unit_of_work(write=True) as uow:
-                for i in range(0, len(values), 400):
-                    stmt = insert(StickyRow).values(values[i : i + 400])
-                    table = StickyRow.__table__.c
-                    stmt = stmt.on_conflict_do_update(
-                        index_elements=["service_id", "sid"],
-                        set_={
-                            c: stmt.excluded[c]
-                            for c in ("exit_ip", "started_at", "expires_at", "ended", "writer", "updated_at")
-                        },
-                        # an API rotation/end/purge is not undone by a session that started before it
-                        where=or_(table.writer != API_WRITER, stmt.excluded.started_at > table.updated_at),
-                    )
-                    await uow.session.execute(stmt)
+                await sticky_sessions.upsert_node_sessions(uow.session, values, API_WRITER)
                 await uow.commit()
         except BaseException:
             self.router.dirty |= keys
@@ -311,11 +294,8 @@ class StickySync:
     async def pull(self) -> int:
         """Apply rows written by the API and by other nodes since the last look."""
         since = self._mark - OVERLAP if self._mark is not None else None
-        q = select(StickyRow).where(StickyRow.writer != self.node_id)
-        if since is not None:
-            q = q.where(StickyRow.updated_at > since)
         async with self.db.unit_of_work(write=False) as uow:
-            rows = list((await uow.session.execute(q)).scalars())
+            rows = await sticky_sessions.written_by_others(uow.session, self.node_id, since)
         applied = 0
         for row in sorted(rows, key=lambda r: r.updated_at):
             self._mark = max(self._mark or row.updated_at, row.updated_at)
@@ -348,7 +328,7 @@ class StickySync:
     async def cleanup(self) -> None:
         cutoff = utcnow() - timedelta(hours=1)
         async with self.db.unit_of_work(write=True) as uow:
-            await uow.session.execute(delete(StickyRow).where(StickyRow.expires_at < cutoff))
+            await sticky_sessions.prune_expired(uow.session, cutoff)
             await uow.commit()
         self._applied = {k: v for k, v in self._applied.items() if v > cutoff}
         if self.router.shared is not None:

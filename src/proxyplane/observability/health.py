@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 from functools import lru_cache
 
-from sqlalchemy import text
-
 from proxyplane.storage.engine import Database
+from proxyplane.storage.repos.alembic_version import schema_revisions
 
 TIMEOUT = 2.0
 
@@ -27,8 +26,7 @@ def code_revisions() -> tuple[frozenset[str], frozenset[str]]:
 
 async def database_heads(db: Database) -> frozenset[str]:
     async with db.unit_of_work(write=False) as uow:
-        rows = await uow.session.execute(text("SELECT version_num FROM alembic_version"))
-        return frozenset(str(v) for v in rows.scalars())
+        return await schema_revisions(uow.session)
 
 
 async def not_ready(db: Database) -> str | None:
