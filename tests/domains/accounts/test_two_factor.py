@@ -5,6 +5,7 @@ throttled per account and address, and the legacy Basic API takes an app passwor
 from __future__ import annotations
 
 import re
+import secrets
 import time
 
 import httpx
@@ -18,11 +19,20 @@ from tests.adapters.legacy.support import basic
 from tests.support import Account, make_account
 
 pytestmark = pytest.mark.anyio
-ANON = Caller(customer_id=None, client_ip="127.0.0.41", channel="web", user_agent="pytest")
+IP = ["127.0.0.41"]  # this test's own address: wrong codes count per address too, over every account
+
+
+@pytest.fixture(autouse=True)
+def own_address() -> None:
+    IP[0] = fresh_ip()
+
+
+def fresh_ip() -> str:
+    return f"127.{secrets.randbelow(254) + 1}.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
 
 
 def _me(account: Account) -> Caller:
-    return Caller(customer_id=account.customer_id, client_ip="127.0.0.41", channel="web")
+    return Caller(customer_id=account.customer_id, client_ip=IP[0], channel="web")
 
 
 async def _enable(platform: Platform, account: Account) -> tuple[pyotp.TOTP, list[str]]:
@@ -34,15 +44,15 @@ async def _enable(platform: Platform, account: Account) -> tuple[pyotp.TOTP, lis
     return otp, codes.recovery_codes
 
 
-async def _password(platform: Platform, account: Account, client_ip: str = "127.0.0.41") -> web_ops.Signed:
-    caller = Caller(customer_id=None, client_ip=client_ip, channel="web", user_agent="pytest")
+async def _password(platform: Platform, account: Account, client_ip: str = "") -> web_ops.Signed:
+    caller = Caller(customer_id=None, client_ip=client_ip or IP[0], channel="web", user_agent="pytest")
     return await invoke(
         platform, web_ops.SIGN_IN, caller, web_ops.SignIn(email=account.email, password=account.password)
     )
 
 
-async def _code(platform: Platform, pending: str, code: str, client_ip: str = "127.0.0.41") -> web_ops.Signed:
-    caller = Caller(customer_id=None, client_ip=client_ip, channel="web", user_agent="pytest")
+async def _code(platform: Platform, pending: str, code: str, client_ip: str = "") -> web_ops.Signed:
+    caller = Caller(customer_id=None, client_ip=client_ip or IP[0], channel="web", user_agent="pytest")
     return await invoke(
         platform, two_factor.SIGN_IN_CODE, caller, two_factor.CodeSignIn(pending=pending, code=code)
     )
@@ -72,11 +82,33 @@ async def test_sign_in_asks_for_a_code_and_recovery_codes_work_once(platform: Pl
 async def test_wrong_codes_are_throttled_per_account(platform: Platform) -> None:
     account = await make_account(platform)
     otp, codes = await _enable(platform, account)
-    pending = (await _password(platform, account, "127.0.0.42")).token
-    outcomes = [(await _code(platform, pending, "12345x", "127.0.0.42")).outcome for _ in range(6)]
+    pending = (await _password(platform, account)).token
+    outcomes = [(await _code(platform, pending, "12345x")).outcome for _ in range(6)]
     assert outcomes[:5] == ["wrong"] * 5 and outcomes[5] == "throttled"
-    # throttled: even a right code is not checked now
-    assert (await _code(platform, pending, codes[0], "127.0.0.42")).outcome == "throttled"
+    # throttled: even a right code is not checked now, from this address or any other (the account's count)
+    assert (await _code(platform, pending, codes[0])).outcome == "throttled"
+    elsewhere = fresh_ip()
+    assert (await _code(platform, pending, codes[0], elsewhere)).outcome == "throttled"
+    fresh = await make_account(platform)  # the address's count (5 of 10) leaves another account alone
+    _, theirs = await _enable(platform, fresh)
+    step = await _password(platform, fresh)
+    assert (await _code(platform, step.token, theirs[0])).outcome == "ok"
+
+
+async def test_wrong_codes_are_throttled_per_address_over_every_account(platform: Platform) -> None:
+    """One address guessing the codes of many accounts (it holds their passwords): after 10 wrong codes
+    over them all it is slowed on a third account too, while that account's owner, elsewhere, gets in."""
+    pendings = []
+    for _ in range(3):
+        account = await make_account(platform)
+        _, codes = await _enable(platform, account)
+        pendings.append(((await _password(platform, account)).token, codes))
+    outcomes = [(await _code(platform, pendings[i // 5][0], "12345x")).outcome for i in range(10)]
+    assert outcomes == ["wrong"] * 10  # 5 on each of two accounts: each within its own burst
+    token, codes = pendings[2]
+    assert (await _code(platform, token, "12345x")).outcome == "throttled"  # the address's burst is
+    assert (await _code(platform, token, codes[0])).outcome == "throttled"  # a right code is not checked
+    assert (await _code(platform, token, codes[0], fresh_ip())).outcome == "ok"  # the owner, elsewhere
 
 
 async def test_dashboard_sign_in_shows_the_code_step(platform: Platform, client: httpx.AsyncClient) -> None:

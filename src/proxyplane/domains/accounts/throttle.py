@@ -56,6 +56,9 @@ PASSWORD_ADDRESS = Policy("pw-ip", burst=100, drain_seconds=3)
 PASSWORD_ACCOUNT = Policy("pw-acct", burst=20, drain_seconds=30)
 # one-time codes (TOTP, recovery codes: issue 34 / 33): 6 digits need a tighter bucket per account
 TOTP_CODE = Policy("totp", burst=5, drain_seconds=60, reset_on_success=True)
+# ...and per address over every account (one address guessing the codes of many accounts whose passwords it
+# holds); a right code does not empty it
+TOTP_ADDRESS = Policy("totp-ip", burst=10, drain_seconds=30)
 # sign-ups: per address and over the whole platform (counted per account created)
 SIGNUP_ADDRESS = Policy("signup-ip", burst=5, drain_seconds=720)
 SIGNUP_ALL = Policy("signup-all", burst=100, drain_seconds=3)

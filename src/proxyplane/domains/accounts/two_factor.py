@@ -5,8 +5,9 @@ password the customer created, never the main password.
 
 The second step: a right password with two-factor on opens no session; it answers a signed pending
 token (customer, expiry in 5 minutes, bound to the password hash) that the code form sends back. Wrong
-codes are throttled by the shared throttle (domains/accounts/throttle.py, policy TOTP_CODE: a burst of 5,
-then one try a minute) on two keys: the (account, address) pair and the account over all addresses."""
+codes are throttled by the shared throttle (domains/accounts/throttle.py) on two keys: the account over all
+addresses (TOTP_CODE: a burst of 5, then one try a minute) and the address over all accounts (TOTP_ADDRESS:
+10, then one every 30 s)."""
 
 from __future__ import annotations
 
@@ -77,9 +78,12 @@ async def check_code(ctx: Context, customer_id: int, code: str) -> bool:
 
 
 def code_keys(customer_id: int, client_ip: str) -> list[throttle.Key]:
-    account = f"customer:{customer_id}"
-    pair = f"{account}|{throttle.address_subject(client_ip)}"
-    return [throttle.Key(throttle.TOTP_CODE, pair), throttle.Key(throttle.TOTP_CODE, account)]
+    """The account over every address (5, then one a minute) and the address over every account (10, then
+    one every 30 s): a code guesser is slowed on whichever it exhausts first."""
+    return [
+        throttle.Key(throttle.TOTP_CODE, f"customer:{customer_id}"),
+        throttle.Key(throttle.TOTP_ADDRESS, throttle.address_subject(client_ip)),
+    ]
 
 
 async def guarded_code(ctx: Context, customer_id: int, code: str) -> str:
