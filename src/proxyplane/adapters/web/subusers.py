@@ -48,9 +48,29 @@ def _limits(data: dict[str, Any]) -> dict[str, Any] | str:
             body["speed_limit_bps"] = int(speed) * 1000
         except ValueError:
             return "speed limit must be a whole number of kB/s"
+    policy = str(data.get("client_ip_policy", "")).strip()
+    if policy:
+        body["client_ip_policy"] = policy
     countries = [c.strip() for c in str(data.get("countries", "")).replace(";", ",").split(",") if c.strip()]
     if countries:
         body["countries"] = countries
+    return body
+
+
+def _own_limits(data: dict[str, Any]) -> dict[str, Any] | str:
+    """The row's limits form -> update_subuser input: every field present, an empty one clears that
+    limit (None), as the service's own client-address and speed fields do (issue 32.5/32.6)."""
+    body: dict[str, Any] = {"client_ip_policy": str(data.get("client_ip_policy", "refuse_new"))}
+    for name, label, scale in (
+        ("max_client_ips", "client addresses", 1),
+        ("speed_kbps", "speed limit", 1000),
+    ):
+        raw = str(data.get(name, "")).strip()
+        try:
+            value = int(raw) * scale if raw else None
+        except ValueError:
+            return f"{label}: enter a whole number, or leave it empty"
+        body["speed_limit_bps" if name == "speed_kbps" else name] = value
     return body
 
 
@@ -71,7 +91,8 @@ async def create(request: Request) -> Response:
 
 @router.post("/services/{service_id}/subusers/{subuser_id}")
 async def change(request: Request) -> Response:
-    """One form per action: enable, disable, rename, password (a new one, shown once), delete."""
+    """One form per action: enable, disable, rename, limits (client addresses, policy, speed), password
+    (a new one, shown once), delete."""
     await require_login(request)
     data = await form(request)
     try:
@@ -89,6 +110,12 @@ async def change(request: Request) -> Response:
         message = (
             f"Sub-user {login} is now called “{name}”." if name else f"Sub-user {login} has no name now."
         )
+    elif do == "limits":
+        limits = _own_limits(data)
+        if isinstance(limits, str):
+            return await service_page(request, 422, {"subusers": limits})
+        result = await action(request, "update_subuser", {**ref, **limits}, "subusers")
+        message = f"Limits of sub-user {getattr(result, 'login', '')} saved."
     elif do == "password":
         result = await action(request, "rotate_subuser_password", ref, "subusers")
     elif do == "delete":
