@@ -1,5 +1,6 @@
-"""Buy page: product kind, geo source, countries with live availability (or auto-plan), term, live quote,
-whitelist IPs, and the order paid from the wallet with any remainder through the processor checkout."""
+"""Buy page: product kind, geo source, countries with live availability (or auto-plan), a country's
+regions and cities where the stock has them (issue 36), term, live quote, whitelist IPs, and the order paid
+from the wallet with any remainder through the processor checkout."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.web.base import WebRoute, call, form, redirect, render, require_login
+from proxyplane.adapters.web.buy_places import PLACE_FIELD, place_rows, placed_segments
 from proxyplane.core.errors import DomainError
 from proxyplane.domains.pricing import PRODUCT_KINDS
 
@@ -45,6 +47,7 @@ def choice(values: dict[str, Any]) -> dict[str, Any]:
                 continue
             if count > 0:
                 segments.append({"country": match.group(1), "count": count})
+    segments += placed_segments(values)
     return {"product_kind": kind, "geo_source": geo, "period_months": period, "segments": segments}
 
 
@@ -69,7 +72,17 @@ async def _buy(
         countries = listing.countries
     except DomainError as exc:
         errors["choice"] = exc.message
-    counts = {s["country"]: s["count"] for s in picked["segments"]}
+    counts = {s["country"]: s["count"] for s in picked["segments"] if "region" not in s and "city" not in s}
+    place_country = str(values.get("place_country", "")).upper()
+    places = []
+    if place_country:
+        try:
+            listing = await call(request, "list_cities", {**pool, "country": place_country})
+            places = place_rows(place_country, listing.cities)
+        except DomainError as exc:
+            errors["places"] = exc.message
+    placed = {k: str(v) for k, v in values.items() if PLACE_FIELD.match(k) and str(v).strip()}
+    shown = {row.field for row in places}
     quote, quote_error = await quote_for(request, picked)
     return render(
         request,
@@ -78,6 +91,10 @@ async def _buy(
         picked=picked,
         counts=counts,
         countries=countries,
+        place_country=place_country,
+        places=places,
+        placed=placed,
+        placed_hidden={k: v for k, v in placed.items() if k not in shown},
         kinds=KIND_NAMES,
         geo_sources=GEO_SOURCES,
         terms=TERMS,
@@ -122,7 +139,7 @@ async def auto_plan(request: Request) -> Response:
         plan = await call(request, "auto_plan", body)
     except DomainError as exc:
         return await _buy(request, data, exc.http_status, {"auto": exc.message})
-    values = {k: v for k, v in data.items() if not COUNT_FIELD.match(k)}
+    values = {k: v for k, v in data.items() if not COUNT_FIELD.match(k) and not PLACE_FIELD.match(k)}
     for seg in plan.segments:
         values[f"n_{seg.country}"] = str(seg.count)
     return await _buy(request, values)
@@ -142,7 +159,8 @@ async def order(request: Request) -> Response:
         "idempotency_key": str(data.get("idempotency_key", "")) or uuid.uuid4().hex,
     }
     if not picked["segments"]:
-        return await _buy(request, data, 422, {"order": "Choose at least one IP in some country."})
+        nothing = "Choose at least one IP in some country, region or city."
+        return await _buy(request, data, 422, {"order": nothing})
     try:
         result = await call(request, "order_composite", body)
     except DomainError as exc:

@@ -47,4 +47,11 @@
     form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(refresh, 250); });
     form.addEventListener("change", function () { clearTimeout(timer); timer = setTimeout(refresh, 50); });
   });
+  // A select with data-reload="<button id>" submits its form through that button when it changes.
+  document.querySelectorAll("select[data-reload]").forEach(function (select) {
+    select.addEventListener("change", function () {
+      var button = document.getElementById(select.getAttribute("data-reload"));
+      if (button && select.form) { select.form.requestSubmit(button); }
+    });
+  });
 })();
