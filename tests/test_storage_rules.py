@@ -100,8 +100,6 @@ def writes_models(path: Path) -> bool:
 _NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
 _GATEWAY_STORE = "the gateway's own store (its node rows and the change feed); next to move"
 STORAGE_WRITES = {
-    "domains/accounts/logins.py": "login attempts and customer rows: " + _NOT_MOVED,
-    "domains/accounts/service.py": "customers (and the new customer's wallet row): " + _NOT_MOVED,
     "domains/apikeys/caps.py": "the API key's spending counters: " + _NOT_MOVED,
     "domains/apikeys/service.py": "api_keys (issue, revoke; read, last use: storage/repos/api_keys.py): "
     + _NOT_MOVED,

@@ -16,6 +16,7 @@ from proxyplane.domains.accounts import throttle
 from proxyplane.domains.accounts.service import check_password, find_by_email, get_customer
 from proxyplane.ops import Context, Operation, register
 from proxyplane.storage.models import Customer, LoginEvent
+from proxyplane.storage.repos import login_events
 
 _DUMMY_HASH = hash_password("timing-equaliser-not-a-password")
 
@@ -23,16 +24,7 @@ _DUMMY_HASH = hash_password("timing-equaliser-not-a-password")
 async def record_login(
     session: AsyncSession, customer_id: int, channel: str, client_ip: str, user_agent: str, success: bool
 ) -> None:
-    session.add(
-        LoginEvent(
-            customer_id=customer_id,
-            channel=channel,
-            client_ip=client_ip[:45],
-            user_agent=user_agent[:300],
-            success=1 if success else 0,
-        )
-    )
-    await session.flush()
+    await login_events.add(session, customer_id, channel, client_ip, user_agent, success)
 
 
 async def password_keys(

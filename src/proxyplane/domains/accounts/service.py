@@ -9,7 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import hash_password
-from proxyplane.storage.models import Customer, Wallet
+from proxyplane.storage.models import Customer
+from proxyplane.storage.repos import customers as customer_rows
 
 # characters an address may not carry here: mail headers would read them as syntax (aiosmtplib refuses them),
 # and control characters; core/bounds.EMAIL states the same rule in the schemas
@@ -41,14 +42,10 @@ async def create_customer(
     check_password(password)
     customer = Customer(email=email, password_hash=hash_password(password), name=name.strip())
     customer.email_verified_at = utcnow() if verified else None
-    session.add(customer)
     try:
-        async with session.begin_nested():
-            await session.flush()
+        await customer_rows.add_customer(session, customer)
     except IntegrityError as exc:
         raise Conflict(f"an account with email {email} already exists") from exc
-    session.add(Wallet(customer_id=customer.id, balance_cents=0))
-    await session.flush()
     return customer
 
 
