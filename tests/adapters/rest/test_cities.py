@@ -48,7 +48,7 @@ async def test_cities_of_a_pool(client, platform, tmp_path) -> None:
         unknown = await client.get(API, params={"country": "XX"})  # no stock there: nothing listed
         assert unknown.status_code == 200 and unknown.json()["cities"] == []
         assert (await client.get(API, params={"country": "DEU"})).status_code == 422
-        assert (await client.get(API, params={"product_kind": "proxy_ipv6"})).status_code == 422
+        assert (await client.get(API, params={"product_kind": "proxy_mobile"})).status_code == 422
     finally:
         async with platform.db.unit_of_work(write=True) as uow:
             await uow.session.execute(delete(IpGeo).where(IpGeo.address.in_(addresses)))

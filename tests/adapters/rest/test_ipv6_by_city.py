@@ -90,3 +90,51 @@ async def test_ipv6_subnets_per_city(client: httpx.AsyncClient, platform: Platfo
             await uow.session.execute(update(StockPrefix).where(StockPrefix.prefix.in_([north, south]))
                                       .values(retired_at=utcnow()))
             await uow.commit()
+
+
+async def test_cities_of_ipv6_prefixes(
+    client: httpx.AsyncClient, platform: Platform, account: Account
+) -> None:
+    """list_cities for proxy_ipv6: per city the free /64s of the live prefixes placed there (two prefixes in
+    one city add up; a sold subnet is not free; a prefix with no city is not listed)."""
+    tag = uuid.uuid4().hex[:6]
+    north, north2, south, bare = [await prefix(platform) for _ in range(4)]
+    cities = "/api/v1/billing/cities"
+    try:
+        for where in (north, north2):
+            await run(platform, "operator_geo_override", address=where, region=f"North {tag}",
+                      city=f"Akureyri {tag}")
+        await run(platform, "operator_geo_override", address=south, city=f"Reykjavik {tag}")
+        await run(platform, "operator_geo_override", address=bare, region=f"East {tag}")
+
+        async def mine(**params: str) -> dict[str, dict[str, object]]:
+            r = await client.get(cities, params={"product_kind": "proxy_ipv6", **params})
+            assert r.status_code == 200, r.text
+            return {c["city_option"]: c for c in r.json()["cities"] if c["city_option"].endswith(tag)}
+
+        listed = await mine(country="is")
+        assert listed == {
+            f"akureyri{tag}": {"country": "IS", "region": f"North {tag}", "city": f"Akureyri {tag}",
+                               "region_option": f"north{tag}", "city_option": f"akureyri{tag}",
+                               "available_ips": 512},
+            f"reykjavik{tag}": {"country": "IS", "region": None, "city": f"Reykjavik {tag}",
+                                "region_option": None, "city_option": f"reykjavik{tag}",
+                                "available_ips": 256},
+        }
+        assert await mine(country="DE") == {}
+        assert set(await mine()) == set(listed)  # every country
+
+        key = await account.key()
+        await account.credit(100_000)
+        order = {**body([{"country": "IS", "count": 3, "city": f"reykjavik{tag}"}]),
+                 "whitelist_ips": ["127.0.0.9"], "use_balance": True, "idempotency_key": uuid.uuid4().hex}
+        r = await client.post("/api/v1/billing/composite/order", json=order, headers=bearer(key))
+        assert r.status_code == 201, r.text
+        assert (await mine(country="IS"))[f"reykjavik{tag}"]["available_ips"] == 253
+    finally:
+        async with platform.db.unit_of_work() as uow:
+            gone = [north, north2, south, bare]
+            await uow.session.execute(delete(IpGeo).where(IpGeo.address.in_(gone)))
+            await uow.session.execute(update(StockPrefix).where(StockPrefix.prefix.in_(gone))
+                                      .values(retired_at=utcnow()))
+            await uow.commit()
