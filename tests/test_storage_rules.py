@@ -100,9 +100,6 @@ def writes_models(path: Path) -> bool:
 _NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
 _GATEWAY_STORE = "the gateway's own store (its node rows and the change feed); next to move"
 STORAGE_WRITES = {
-    "domains/apikeys/caps.py": "the API key's spending counters: " + _NOT_MOVED,
-    "domains/apikeys/service.py": "api_keys (issue, revoke; read, last use: storage/repos/api_keys.py): "
-    + _NOT_MOVED,
     "domains/invoices/service.py": "invoices and their items: " + _NOT_MOVED,
     "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
     "domains/legacy/auth.py": "the legacy API's credentials: " + _NOT_MOVED,

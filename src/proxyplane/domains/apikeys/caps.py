@@ -2,10 +2,11 @@
 
 `invoke()` puts the calling key's id into the call's context (core/call.py, `spending_key`);
 `wallet.debit()` calls `charge()` before it takes the money, in the same transaction. The counters move
-with one conditional UPDATE that also checks both caps, so concurrent charges through one key cannot pass
-a cap together (PostgreSQL re-checks the WHERE after the row lock; SQLite has one writer). A refused
-charge raises SpendLimitExceeded and, like every error inside invoke(), rolls the whole call back:
-nothing is charged. Keys without a cap have no row and are not counted."""
+with one conditional UPDATE that also checks both caps (storage/repos/api_key_spending.py), so
+concurrent charges through one key cannot pass a cap together (PostgreSQL re-checks the WHERE after the
+row lock; SQLite has one writer). A refused charge raises SpendLimitExceeded and, like every error inside
+invoke(), rolls the whole call back: nothing is charged. Keys without a cap have no row and are not
+counted."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, case, literal, or_, select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.call import call_context
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import DomainError, ValidationFailed
 from proxyplane.storage.models.spending import ApiKeySpending
+from proxyplane.storage.repos import api_key_spending as spending_rows
 
 
 class SpendLimitExceeded(DomainError):
@@ -67,17 +69,7 @@ async def set_caps(
             raise ValidationFailed(f"{name} must be 0 or more", field=name)
     if daily_limit_cents is None and total_limit_cents is None:
         return
-    session.add(
-        ApiKeySpending(
-            key_id=key_id,
-            daily_limit_cents=daily_limit_cents,
-            total_limit_cents=total_limit_cents,
-            spent_total_cents=0,
-            spent_day=today(),
-            spent_day_cents=0,
-        )
-    )
-    await session.flush()
+    await spending_rows.add_caps(session, key_id, daily_limit_cents, total_limit_cents, today())
 
 
 def _caps(row: ApiKeySpending, day: str) -> Caps:
@@ -104,28 +96,9 @@ async def charge(session: AsyncSession, cents: int, now: datetime | None = None)
     if key_id is None or cents <= 0:
         return
     day = today(now)
-    t = ApiKeySpending
-    day_before = case((t.spent_day == day, t.spent_day_cents), else_=literal(0))
-    moved = (
-        await session.execute(
-            update(t)
-            .where(
-                t.key_id == key_id,
-                or_(t.total_limit_cents.is_(None), t.spent_total_cents + cents <= t.total_limit_cents),
-                or_(t.daily_limit_cents.is_(None), and_(day_before + cents <= t.daily_limit_cents)),
-            )
-            .values(
-                spent_total_cents=t.spent_total_cents + cents,
-                spent_day_cents=day_before + cents,
-                spent_day=day,
-            )
-            .returning(t.key_id)
-            .execution_options(synchronize_session=False)
-        )
-    ).first()
-    if moved is not None:
+    if await spending_rows.count(session, key_id, cents, day):
         return
-    row = await session.get(t, key_id, populate_existing=True)
+    row = await session.get(ApiKeySpending, key_id, populate_existing=True)
     if row is None:
         return  # not a capped key
     caps = _caps(row, day)

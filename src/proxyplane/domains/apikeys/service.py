@@ -57,8 +57,7 @@ async def create_key(
         confirm_spending=confirm_spending,
         member_id=member_id,
     )
-    session.add(key)
-    await session.flush()
+    await key_rows.add(session, key)
     await emit(session, customer_id, "api_key.created", _key_data(key))
     return key, raw
 

@@ -1,10 +1,11 @@
 """The key check's statements (issue 31: moved from domains/apikeys/service.py, which keeps what a key
-check means): the read of a key by its digest on a cache miss, and the write of a key's last use.
+check means): the read of a key by its digest on a cache miss, the write of a key's last use, and a new
+key's row.
 
 The read is sent alone where the engine allows it: PostgreSQL, one statement on a pooled connection with
 no transaction around it (`DriverStatement.rows_alone`: one round trip); SQLite, a short read unit of
-work. The last use is one UPDATE in the request's own transaction (a driver statement). The key rows'
-other writes (create, revoke) are still domains/apikeys/ (listed in tests/test_storage_rules.py).
+work. The last use is one UPDATE in the request's own transaction (a driver statement). A revoke sets
+`revoked_at` on the loaded key (the unit of work's); the keys' spending caps: api_key_spending.py.
 """
 
 from __future__ import annotations
@@ -63,3 +64,9 @@ async def read_by_digest(db: Database, digest: str) -> Any | None:
 async def touch(session: AsyncSession, key_id: uuid.UUID, client_ip: str, now: datetime) -> None:
     """The key's last use: one UPDATE in the caller's transaction."""
     await _TOUCH.rows(session, {"key_id": key_id, "used_at": now, "used_ip": client_ip})
+
+
+async def add(session: AsyncSession, key: ApiKey) -> None:
+    """A new key's row, flushed (its id and created_at are known)."""
+    session.add(key)
+    await session.flush()
