@@ -62,20 +62,21 @@ def plan_of(parameters: dict[str, Any] | None) -> Plan | None:
     return Plan(qb, qr, period if period in PERIODS else "term", _positive(params.get("gb_price_cents")) or 0)
 
 
-def validate_config(config: dict[str, Any]) -> None:
-    """An operator's product config: quota fields positive integers, a known period, a rate >= 0 (422)."""
+def validate_config(config: dict[str, Any], prefix: str = "config.") -> None:
+    """An operator's product config: quota fields positive integers, a known period, a rate >= 0 (422
+    naming `prefix` + the field: "" where the fields are the input's own, as operator_service_quota_set's)."""
     for name in ("quota_bytes", "quota_requests"):
         if name in config and _positive(config[name]) is None:
-            raise ValidationFailed(f"{name} must be a positive integer", field=f"config.{name}")
+            raise ValidationFailed(f"{name} must be a positive integer", field=f"{prefix}{name}")
     if "quota_period" in config and config["quota_period"] not in PERIODS:
         raise ValidationFailed(
-            f"quota_period must be one of {', '.join(PERIODS)}", field="config.quota_period"
+            f"quota_period must be one of {', '.join(PERIODS)}", field=f"{prefix}quota_period"
         )
     if config.get("plan") == PAYG:
         payg.unit_of(config)
     price = config.get("gb_price_cents", 0)
     if not isinstance(price, int) or isinstance(price, bool) or price < 0:
-        raise ValidationFailed("gb_price_cents must be an integer >= 0", field="config.gb_price_cents")
+        raise ValidationFailed("gb_price_cents must be an integer >= 0", field=f"{prefix}gb_price_cents")
 
 
 def month_bounds(now: datetime) -> tuple[datetime, datetime]:
@@ -307,7 +308,9 @@ async def set_plan(
     if row.period == PAYG and (quota_bytes, quota_requests, period) != (None, None, None):
         raise Conflict(f"service {svc.service_id} is pay as you go, only its gb_price_cents is settable")
     given = {"quota_bytes": quota_bytes, "quota_requests": quota_requests, "quota_period": period}
-    validate_config({k: v for k, v in {**given, "gb_price_cents": gb_price_cents}.items() if v is not None})
+    validate_config(
+        {k: v for k, v in {**given, "gb_price_cents": gb_price_cents}.items() if v is not None}, prefix=""
+    )
     if quota_bytes is not None and quota_bytes + row.extra_bytes < row.used_bytes:
         raise ValidationFailed(
             f"quota_bytes {quota_bytes} is below this period's use ({row.used_bytes} bytes)",

@@ -200,7 +200,7 @@ async def product_set(ctx: Context, data: ProductChange) -> dict[str, Any]:
         if (v := getattr(data, k)) is not None
     }
     if metered:
-        quotas.validate_config(metered)
+        quotas.validate_config(metered, prefix="")  # the input's own fields
         p.config = {**(p.config or {}), **metered}
     if data.upstream_pool is not None:
         config = dict(p.config or {})
