@@ -1,9 +1,12 @@
 """Issue 36 (1, 2) end to end on loopback: a rotating service whose pool's exits are located by a test
 .mmdb (two cities in one country, a region code, two ASNs); a gateway node serves -region-/-city-/-asn-
-from those places, an unknown city or ASN is answered 407 naming it with what the country has, and an
-operator override moves an exit into another city on the running node."""
+from those places, an unknown city or ASN is answered 407 naming it with what the country has (each refusal
+in the service's usage errors under `geo`), and an operator override moves an exit into another city on
+the running node."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import delete
@@ -74,6 +77,11 @@ async def test_city_region_asn_targeting(client, platform, account, origin, tmp_
                 assert status == 407 and "'asn'" in body and "AS64497" in body and "64496" in body
                 status, body = await exit_of("country-de-region-saxony")
                 assert status == 407 and "'region'" in body and "bavaria" in body
+                status, body = await exit_of("country-de-asn-64499")  # an ASN the country has nowhere
+                assert status == 407 and body.strip().endswith(
+                    "username option 'asn': no exit in AS64499 (ASNs in DE: 64496, 64497)"), body
+                status, body = await exit_of("asn-64499")  # no country: what the whole pool has
+                assert status == 407 and "no exit in AS64499 (ASNs: 64496, 64497" in body, body
                 # a city-targeted sticky session keeps its exit
                 first = (await exit_of("country-de-city-munich-session-c1-ttl-3h"))[1].split()[0]
                 assert await exits_of("country-de-city-munich-session-c1-ttl-3h", 6) == {first}
@@ -94,6 +102,12 @@ async def test_city_region_asn_targeting(client, platform, account, origin, tmp_
 
                 await eventually(moved, within=3.0)
                 assert await exits_of("country-de-city-nuremberg", 80) == {munich[0], *nuremberg}
+                # each refusal above is in the service's usage errors under `geo`
+                await node.flush_usage()
+                window = {"start": (datetime.now(UTC) - timedelta(minutes=5)).isoformat(),
+                          "end": (datetime.now(UTC) + timedelta(minutes=1)).isoformat()}
+                e = (await client.get(f"{API}/{sid}/usage/errors", params=window, headers=bearer(key))).json()
+                assert e["errors_by_category"] == {"geo": 6}, e
     finally:
         async with platform.db.unit_of_work(write=True) as uow:
             await uow.session.execute(delete(IpGeo).where(IpGeo.address.in_(exits)))

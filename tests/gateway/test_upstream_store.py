@@ -19,7 +19,7 @@ from proxyplane.storage.models.upstreams import Upstream
 from tests.domains.operators.helpers import run
 from tests.domains.quotas.support import MIB, errors_of, service_of
 from tests.domains.subusers.support import make_service
-from tests.domains.upstreams.suppliers import pproxy
+from tests.domains.upstreams.suppliers import free_tcp_port, pproxy
 from tests.support import Account
 
 from .clients import basic, connect_tunnel, http_get
@@ -76,3 +76,39 @@ async def test_a_pool_service_through_a_node_is_metered_cut_at_its_quota_and_pri
     async with platform.db.unit_of_work() as uow:
         await uow.session.execute(delete(Upstream).where(Upstream.pool == pool))
         await uow.commit()
+
+
+async def test_a_dead_supplier_is_failed_over_and_none_left_is_a_502_in_the_usage_errors(
+    platform: Platform, account: Account, tcp_echo: Any, tmp_path: Any
+) -> None:
+    """Through a node reading the pools from the store: a pool whose first supplier is down (a closed
+    port) and second is pproxy opens the tunnel through pproxy; a pool whose only supplier is down answers
+    502, and the service's stored usage errors count it under `upstream_failed`."""
+    live_pool, dead_pool = f"s{uuid.uuid4().hex[:10]}", f"s{uuid.uuid4().hex[:10]}"
+    failing = await make_service(platform, account, parameters={"upstream_pool": live_pool})
+    stranded = await make_service(platform, account, parameters={"upstream_pool": dead_pool})
+    target = f"127.0.0.1:{tcp_echo.port}"
+    dead = {"scheme": "http", "host": "127.0.0.1", "username": "acct", "password": "sup-pw"}
+    try:
+        async with pproxy("http", "acct", "sup-pw") as port:
+            await run(platform, "operator_upstream_add", pool=live_pool, port=free_tcp_port(), **dead)
+            await run(platform, "operator_upstream_add", pool=live_pool, port=port, **dead)
+            await run(platform, "operator_upstream_add", pool=dead_pool, port=free_tcp_port(), **dead)
+            async with running_node(platform, node_settings(["127.0.0.1"]), tmp_path) as node:
+                http = ("127.0.0.1", node.gateway.gateway_port("http"))
+                status, reader, writer = await connect_tunnel(http, target, basic(failing.login, PASSWORD))
+                assert status == 200  # the second supplier carried it
+                writer.write(b"ping")
+                assert await asyncio.wait_for(reader.readexactly(4), 5) == b"ping"
+                writer.close()
+                status, _, writer = await connect_tunnel(http, target, basic(stranded.login, PASSWORD))
+                writer.close()
+                assert status == 502
+                await asyncio.sleep(0.1)
+                await node.flush_usage()
+        assert await errors_of(platform, stranded.service_id) == {"upstream_failed": 1}
+        assert "upstream_failed" not in await errors_of(platform, failing.service_id)
+    finally:
+        async with platform.db.unit_of_work() as uow:
+            await uow.session.execute(delete(Upstream).where(Upstream.pool.in_([live_pool, dead_pool])))
+            await uow.commit()

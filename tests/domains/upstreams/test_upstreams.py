@@ -1,7 +1,8 @@
 """Upstream pools on the operator side (issue 36.4): registration through the operator API (a template
-naming an unknown field refused with the field named, the password never in any answer or audit row),
-health checks against real suppliers on loopback (pproxy) and a closed port, and the margin report's
-revenue (the ledger's sales of services drawing from the pool) vs cost (bytes relayed x per-GB cost)."""
+naming an unknown field refused with the field named, at registration and on a change; the password never
+in any answer or audit row), health checks against real suppliers on loopback (pproxy) and a closed
+port, and the margin report's revenue (the ledger's sales of services drawing from the pool) vs cost
+(bytes relayed x per-GB cost)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,11 @@ async def test_register_refuses_unknown_field_and_never_shows_the_password(
     taken = await client.post(f"{API}/upstream_set", headers=bearer(key),
                               json={"upstream_id": second["upstream_id"], "position": 1})
     assert taken.status_code == 409
+    changed = await client.post(f"{API}/upstream_set", headers=bearer(key),  # a change is checked too
+                                json={"upstream_id": made["upstream_id"], "template": "{user}-city-{town}"})
+    assert changed.status_code == 422 and changed.json()["detail"]["template_field"] == "town", changed.text
+    kept = await client.get(f"{API}/upstream_list", params={"pool": pool}, headers=bearer(key))
+    assert kept.json()[0]["template"] == "{user}[-country-{country}][-session-{session}]"
     for text in (good.text, listed.text):
         assert "s3cret-supplier-pw" not in text
     async with platform.db.unit_of_work(write=False) as uow:
