@@ -104,8 +104,6 @@ STORAGE_WRITES = {
     "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
     "domains/legacy/auth.py": "the legacy API's credentials: " + _NOT_MOVED,
     "domains/legacy/service.py": "legacy_list_updates: " + _NOT_MOVED,
-    "domains/oauth/clients.py": "oauth_clients: " + _NOT_MOVED,
-    "domains/oauth/service.py": "OAuth requests, grants and tokens: " + _NOT_MOVED,
     "domains/proxy/service.py": "whitelists and sticky sessions: " + _NOT_MOVED,
     "domains/stock/operator_ops.py": "the operator's stock edits: " + _NOT_MOVED,
     "domains/stock/seed.py": "the demo stock's rows: " + _NOT_MOVED,

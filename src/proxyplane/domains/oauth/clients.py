@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.models.oauth import OAuthClient
+from proxyplane.storage.repos import oauth as oauth_rows
 
 DOCUMENT_CACHE_SECONDS = 300
 MAX_DOCUMENT_BYTES = 5_000
@@ -103,7 +104,7 @@ async def cached_client(session: AsyncSession, client_id: str) -> tuple[str, dic
 async def store_client(session: AsyncSession, client_id: str, kind: str, metadata: dict[str, Any]) -> None:
     row = await session.get(OAuthClient, client_id)
     if row is None:
-        session.add(OAuthClient(client_id=client_id, kind=kind, document=json.dumps(metadata)))
+        oauth_rows.add_client(session, client_id, kind, json.dumps(metadata))
     else:
         row.kind, row.document, row.fetched_at = kind, json.dumps(metadata), utcnow()
     await session.flush()

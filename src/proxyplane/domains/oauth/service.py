@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -88,8 +88,7 @@ async def start_request(
         resource=resource,
         expires_at=utcnow() + timedelta(seconds=CONSENT_SECONDS),
     )
-    session.add(row)
-    await session.flush()
+    await oauth_rows.add_request(session, row)
     return row.id
 
 
@@ -135,8 +134,7 @@ async def approve(
         resource=row.resource,
         confirm_spending=confirm_spending,
     )
-    session.add(grant)
-    await session.flush()
+    await oauth_rows.add_grant(session, grant)
     code = secrets.token_urlsafe(32)
     row.customer_id, row.grant_id, row.code_hash = customer_id, grant.id, digest(code)
     row.expires_at = utcnow() + timedelta(seconds=CODE_SECONDS)
@@ -163,18 +161,10 @@ async def code_request(session: AsyncSession, client_id: str, code: str) -> OAut
 
 async def exchange_code(session: AsyncSession, code: str) -> IssuedTokens | None:
     """Claim the code once (None when it was used meanwhile) and issue the first token pair."""
-    claimed = (
-        await session.execute(
-            update(OAuthRequest)
-            .where(OAuthRequest.code_hash == digest(code), OAuthRequest.used_at.is_(None))
-            .values(used_at=utcnow())
-            .returning(OAuthRequest.grant_id)
-            .execution_options(synchronize_session=False)
-        )
-    ).first()
-    if claimed is None or claimed[0] is None:
+    grant_id = await oauth_rows.claim_code(session, digest(code), utcnow())
+    if grant_id is None:
         return None
-    grant = await session.get(OAuthGrant, claimed[0])
+    grant = await session.get(OAuthGrant, grant_id)
     if grant is None or grant.revoked_at is not None:
         return None
     key = await session.get(ApiKey, grant.api_key_id)
@@ -185,18 +175,19 @@ async def issue_tokens(session: AsyncSession, grant_id: uuid.UUID, scopes: list[
     now = utcnow()
     access = ACCESS_PREFIX + secrets.token_urlsafe(32)
     refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
-    for raw, kind, seconds in ((access, "access", ACCESS_SECONDS), (refresh, "refresh", REFRESH_SECONDS)):
-        session.add(
-            OAuthToken(
-                token_hash=digest(raw),
-                grant_id=grant_id,
-                kind=kind,
-                scopes=sorted(scopes),
-                created_at=now,
-                expires_at=now + timedelta(seconds=seconds),
-            )
+    pair = ((access, "access", ACCESS_SECONDS), (refresh, "refresh", REFRESH_SECONDS))
+    tokens = [
+        OAuthToken(
+            token_hash=digest(raw),
+            grant_id=grant_id,
+            kind=kind,
+            scopes=sorted(scopes),
+            created_at=now,
+            expires_at=now + timedelta(seconds=seconds),
         )
-    await session.flush()
+        for raw, kind, seconds in pair
+    ]
+    await oauth_rows.add_tokens(session, tokens)
     return IssuedTokens(access, refresh, ACCESS_SECONDS, sorted(scopes))
 
 
@@ -223,23 +214,11 @@ async def token_info(session: AsyncSession, raw: str, kind: str) -> TokenInfo | 
 
 async def rotate_refresh(session: AsyncSession, raw: str, scopes: list[str]) -> IssuedTokens | None:
     """Spend a refresh token (single use) for a new pair; presented again after rotation, the grant ends."""
-    spent = (
-        await session.execute(
-            update(OAuthToken)
-            .where(
-                OAuthToken.token_hash == digest(raw),
-                OAuthToken.kind == "refresh",
-                OAuthToken.revoked_at.is_(None),
-            )
-            .values(revoked_at=utcnow())
-            .returning(OAuthToken.grant_id)
-            .execution_options(synchronize_session=False)
-        )
-    ).first()
-    if spent is None:
+    grant_id = await oauth_rows.spend_refresh(session, digest(raw), utcnow())
+    if grant_id is None:
         await refresh_replayed(session, raw)
         return None
-    return await issue_tokens(session, spent[0], scopes)
+    return await issue_tokens(session, grant_id, scopes)
 
 
 async def refresh_replayed(session: AsyncSession, raw: str) -> bool:
@@ -272,12 +251,7 @@ async def revoke_grant(session: AsyncSession, customer_id: int, grant_id: uuid.U
     now = utcnow()
     if grant.revoked_at is None:
         grant.revoked_at = now
-    await session.execute(
-        update(OAuthToken)
-        .where(OAuthToken.grant_id == grant_id, OAuthToken.revoked_at.is_(None))
-        .values(revoked_at=now)
-        .execution_options(synchronize_session=False)
-    )
+    await oauth_rows.revoke_grant_tokens(session, grant_id, now)
     await revoke_key(session, customer_id, grant.api_key_id)
     await session.flush()
     return grant
