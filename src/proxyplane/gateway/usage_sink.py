@@ -190,7 +190,7 @@ def supplier_deltas(rows: list[UsageRow]) -> list[upstream_repo.UsageDelta]:
     return [(u, hour, up, down, t, f) for (u, hour), (up, down, t, f) in out.items()]
 
 
-async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow]) -> None:
+async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow], now: datetime | None = None) -> None:
     rows, suppliers = supplier_rows(rows)
     if suppliers:  # the upstream suppliers' counts (issue 36.4): the margin report's cost
         await upstream_repo.add_usage(s, supplier_deltas(suppliers))
@@ -200,7 +200,7 @@ async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow]) -> None:
     sub_exit = subuser_exit_error_values(rows)
     insert = sqlite_insert if sqlite else pg_insert
     await add_usage(s, sqlite, minutes, errors)
-    await quota_metering.apply_usage(s, minutes)  # the services' quotas, periods, top-ups (issue 32)
+    await quota_metering.apply_usage(s, minutes, now)  # the services' quotas, periods, top-ups (issue 32)
     await upsert(
         s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
     )
@@ -208,9 +208,11 @@ async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow]) -> None:
         await apply_usage(s, sqlite, sub_minutes, sub_errors, sub_exit)
 
 
-async def write_usage(db: Database, rows: list[UsageRow]) -> None:
+async def write_usage(db: Database, rows: list[UsageRow], now: datetime | None = None) -> None:
+    """Add `rows` in one transaction; `now` (default: the clock) is the flush's time for the quotas' periods
+    and the pay-as-you-go hour (a test passes one to stay off the wall clock's hour boundaries)."""
     async with db.unit_of_work(write=True) as uow:
-        await _add_rows(uow.session, db.is_sqlite, rows)
+        await _add_rows(uow.session, db.is_sqlite, rows, now)
         await uow.commit()
 
 

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import update
 
 from proxyplane.core.clock import utcnow
+from proxyplane.domains.quotas.payg import hour_of
 from proxyplane.domains.stock.seed import seed_demo
 from proxyplane.gateway.metering import UsageRow
 from proxyplane.gateway.usage_sink import write_usage
@@ -91,10 +92,13 @@ async def test_pay_as_you_go_plan_use(client: httpx.AsyncClient, platform: Platf
     r = await post_form(client, "/catalog", f"/catalog/{product['product_id']}", {"idempotency_key": "payg"})
     url = r.headers["location"]
     sid = url.rsplit("/", 1)[1]
-    minute = utcnow().replace(second=0, microsecond=0)
+    # every flush at one time of one hour: the hourly charge's bucket never depends on the wall clock
+    # (a run across an hour boundary would otherwise charge the 3rd unit instead of owing it)
+    minute = hour_of(utcnow())
 
     async def used(nbytes: int) -> str:
-        await write_usage(platform.db, [UsageRow(sid, minute, "example.com", requests=1, bytes_down=nbytes)])
+        row = UsageRow(sid, minute, "example.com", requests=1, bytes_down=nbytes)
+        await write_usage(platform.db, [row], now=minute)
         return (await client.get(url)).text
 
     page = await used(3 * GB // 2)  # 2 units started: charged now (400 of 700 cents)
