@@ -104,11 +104,12 @@ http {{ access_log off; sendfile on; tcp_nodelay on; keepalive_timeout 120s;
     return proc
 
 
-def peers(tmp: str, python: str, variants: list[str] | None = None
+def peers(tmp: str, python: str, variants: list[str] | None = None, python_b: str = ""
           ) -> dict[str, tuple[list[str], str, int, list[str]]]:
     """name -> (command, listen host, port, modes). ``variants``: NAME=ARGS, our gateway again with ARGS
     (its speed seams off or on: --no-tunnel-cache, --defer-accept 0, --quota-mb N), measured in the same
-    rounds (A/B in one run)."""
+    rounds (A/B in one run). ``python_b``: ours and each variant again under that interpreter (a wrapper
+    running another checkout) as NAME/b, next to its twin."""
     conf = os.path.join(tmp, "tinyproxy.conf")
     with open(conf, "w") as f:
         f.write(f"User nobody\nGroup nogroup\nPort 28889\nListen 127.0.0.3\nBind {EXIT_IP}\nTimeout 60\n"
@@ -127,6 +128,12 @@ def peers(tmp: str, python: str, variants: list[str] | None = None
         host = f"127.0.0.{20 + i}"
         cmd = [*ours[:4], host, *ours[5:], *extra.split()]
         table[name] = (cmd, host, 9180, ["connect", "socks5"])
+    if python_b:
+        for i, name in enumerate([n for n, row in table.items() if row[2] == 9180]):
+            cmd, host, port, modes = table.pop(name)
+            table[name] = (cmd, host, port, modes)
+            host_b = f"127.0.0.{60 + i}"  # cmd: python -m module --listen HOST ...
+            table[f"{name}/b"] = ([python_b, *cmd[1:4], host_b, *cmd[5:]], host_b, port, modes)
     return table
 
 
@@ -155,6 +162,8 @@ def main() -> None:
     ap.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="our gateway again with ARGS (repeatable), in the same rounds; --only names it too")
+    ap.add_argument("--python-b", default="", metavar="PYTHON",
+                    help="ours and each variant again under this interpreter (another checkout) as NAME/b")
     ap.add_argument("--perf", default="", help="after the rounds: perf record -g of each peer's proxy during "
                     "one more run per mode, to PREFIX-<peer>-<mode>.data (perf must be installed)")
     args = ap.parse_args()
@@ -163,8 +172,8 @@ def main() -> None:
     exe = os.path.join(tmp, "connload")
     subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HARNESS, "connload.c")], check=True)
     origin = start_origin(tmp)
-    table = peers(tmp, args.python, args.variant)
-    names = [n for n in table if not args.only or n in args.only.split(",")]
+    table = peers(tmp, args.python, args.variant, args.python_b)
+    names = [n for n in table if not args.only or n.removesuffix("/b") in args.only.split(",")]
     procs: dict[str, Proc] = {}
     results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     try:
@@ -173,9 +182,10 @@ def main() -> None:
             if shutil.which(cmd[0]) is None and not os.path.exists(cmd[0]):
                 print(f"skip {name}: {cmd[0]} not installed", file=sys.stderr)
                 continue
-            procs[name] = Proc(name, cmd, "1", os.path.join(tmp, f"{name}.log"))
+            log = os.path.join(tmp, name.replace("/", "-") + ".log")
+            procs[name] = Proc(name, cmd, "1", log)
             if not wait_port(host, port):
-                sys.exit(f"{name} did not start: " + open(os.path.join(tmp, f"{name}.log")).read()[-500:])
+                sys.exit(f"{name} did not start: " + open(log).read()[-500:])
         for r in range(args.rounds):
             for name, proc in procs.items():
                 _, host, port, modes = table[name]
@@ -192,7 +202,7 @@ def main() -> None:
             _, host, port, modes = table[name]
             for mode in modes:
                 p = port if mode == "connect" or table[name][2] != 9180 else 1181
-                out = f"{args.perf}-{name}-{mode}.data"
+                out = f"{args.perf}-{name.replace('/', '-')}-{mode}.data"
                 rec = subprocess.Popen(["perf", "record", "-q", "-F", "4999", "-g", "-p", str(proc.p.pid),
                                         "-o", out, "--", "sleep", str(args.duration)])
                 run_connload(exe, mode, host, p, args.duration)

@@ -4,10 +4,10 @@ After Python decided a connection on its own path (tunnels.py / tunnel_socks.py)
 on nothing but the handshake bytes, the listener, the local and client addresses and the platform's tables,
 the engine keeps it under the exact key of that event. The next connection with the same key is opened by
 the engine alone (no Python event until it ends); what it relays is handed to the meter at every harvest.
-Eligible (docs/decisions/connection-setup.md): a service (no sub-user) without a client-address limit or
-an upstream pool (one with a quota or a connection limit too: below), an exit chosen statelessly
-(static, pinned, or rotating without a session: ``Router.fixed_pool``), an IP-literal destination the
-destination policy permits on a port that is not the platform's own.
+Eligible (docs/decisions/connection-setup.md): a service without a client-address limit or an upstream
+pool (one with a quota or a connection limit too: below; a sub-user's: further below), an exit chosen
+statelessly (static, pinned, or rotating without a session: ``Router.fixed_pool``), an IP-literal
+destination the destination policy permits on a port that is not the platform's own.
 
 Every decision stays Python's: entries are forgotten when the access table, the destination policy or the
 router's local prefixes change, when a listener closes, and when the auth throttle counts a failure from
@@ -26,6 +26,13 @@ refused with 402 / the failed-auth reply.
 A service with a connection limit is cached too: every slot lent to the engine for it is also a limiter
 slot Python took (only while the service uses under half its limit), so the engine never passes the
 limit; at the limit Python's path takes the unused ones back before it refuses (``reclaim``).
+
+A sub-user (its derived entry, subusers.py) is cached when neither it nor its service has a connection or
+client-address limit: its fast tunnels are metered under its metering id (so its traffic limit and its
+service's quota count them, as its Python tunnels), the limiter counts them for it and for its service,
+and after every harvest a sub-user refused now (traffic limit, disabled: ``subusers.refusal``; its
+service's quota) loses its entries and open fast tunnels like a quota service, each metered with that
+reason as ``subusers.cut_refused`` meters a Python tunnel it ends.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from .access import Grant
 from .capacity import PER_CONNECTION
 from .quotas import reason, refused
 from .routing import RoutingError
+from .subusers import refusal
 from .upstream import literal_family
 
 if TYPE_CHECKING:
@@ -72,8 +80,8 @@ class FastPath:
         self.counted: dict[int, int] = {}  # svc -> open fast tunnels the limiter counts
         self.ids = itertools.count(1)
         self.on = True
-        self.quota_ok = engine_module.has(tunnels.t, "cache_cut")  # quota services cached (fast_cut)
-        self.quota_svcs: set[int] = set()  # cached services with a quota: checked after every harvest
+        self.quota_ok = engine_module.has(tunnels.t, "cache_cut")  # quota services, sub-users (fast_cut)
+        self.checked: set[int] = set()  # cached quota services and sub-users: checked after every harvest
         self.holding: set[int] = set()  # limited services whose lent slots hold limiter slots too
         self.ctx.reclaim = self.reclaim  # admission.take_slot asks before refusing at a connection limit
         ctx = self.ctx
@@ -83,7 +91,7 @@ class FastPath:
         self.throttle = ctx.auth_throttle
         self.throttle.on_failure(self.forget_client)
         ctx.meter.add_source(self.harvest)
-        ctx.meter.add_check(self.cut_over_quota)
+        ctx.meter.add_check(self.cut_refused)
 
     def _same_throttle(self) -> None:
         """The context's auth throttle was replaced (tests do): forget everything, listen to the new one."""
@@ -96,14 +104,17 @@ class FastPath:
     def _eligible(self, grant: Grant) -> bool:
         self._same_throttle()
         entry = grant.service
-        return (self.on and entry.parent is None and entry.subuser is None
-                and (entry.quota is None or self.quota_ok) and entry.active and entry.upstream_pool is None
-                and not entry.max_client_ips)
+        parent = entry.parent
+        if parent is not None and (entry.subuser is None or not self.quota_ok or entry.max_connections
+                                   or parent.max_connections or parent.max_client_ips):
+            return False  # a sub-user: only without connection / client-address limits (its or its service's)
+        return (self.on and (entry.quota is None or self.quota_ok) and entry.active
+                and entry.upstream_pool is None and not entry.max_client_ips)
 
     def _svc_of(self, grant: Grant) -> int:
         svc = self._svc(grant.service.service_id)
-        if grant.service.quota is not None:
-            self.quota_svcs.add(svc)
+        if grant.service.quota is not None or grant.service.subuser is not None:
+            self.checked.add(svc)
         return svc
 
     def _svc(self, service_id: str) -> int:
@@ -254,21 +265,26 @@ class FastPath:
         for entry_id in freed:
             self.records.pop(entry_id, None)
 
-    def cut_over_quota(self) -> None:
-        """After every harvest: a cached service over its quota loses its entries and fast tunnels."""
-        if not self.quota_svcs:
+    def cut_refused(self) -> None:
+        """After every harvest: a cached service over its quota, or a cached sub-user refused now (its
+        traffic limit, disabled), loses its entries and fast tunnels (as subusers.cut_refused ends
+        Python's tunnels)."""
+        if not self.checked:
             return
         access, counts, meter = self.ctx.access, self.ctx.meter.sub_counts, self.ctx.meter
-        for svc in list(self.quota_svcs):
+        for svc in list(self.checked):
             sid = self.svc_names[svc]
             entry = access.get(sid)
-            if entry is None or entry.quota is None:  # deleted / no quota now: its tunnels end by themselves
-                self.quota_svcs.discard(svc)  # (an access-table write forgot its entries)
+            if entry is None or (entry.quota is None and entry.subuser is None):  # deleted / no quota now:
+                self.checked.discard(svc)  # its tunnels end by themselves (an access-table write forgot
+                continue  # its entries)
+            why: str | None = reason(entry) if refused(entry, counts) else None  # quota / balance
+            if why is None and entry.subuser is not None:
+                sub_why = refusal(entry, None, counts)  # subuser_traffic_limit, subuser_disabled
+                why = str(sub_why) if sub_why is not None else None
+            if why is None:
                 continue
-            if not refused(entry, counts):
-                continue
-            self.quota_svcs.discard(svc)  # cached again (and checked) when Python admits it again
-            why = reason(entry)  # quota_exhausted, or insufficient_balance (pay as you go)
+            self.checked.discard(svc)  # cached again (and checked) when Python admits it again
             for entry_id in self.engine.fast_cut(svc):
                 rec = self.records.get(entry_id)
                 if rec is not None:
@@ -283,10 +299,14 @@ class FastPath:
             sid = self.svc_names[svc]
             counted = self.counted.get(svc, 0)
             held = svc in self.holding  # a limited service's lent slots hold the limiter's already
+            # a sub-user's tunnel counts for it and its service (admission.take_slot / release_slot)
+            ids = (sid, sid.partition("/")[0]) if "/" in sid else (sid,)
             for _ in range(open_ - counted if not held else 0):
-                limiter.acquire(sid, 0)
+                for one in ids:
+                    limiter.acquire(one, 0)
             for _ in range(counted - open_ if not held else 0):
-                limiter.release(sid)
+                for one in ids:
+                    limiter.release(one)
             self.counted[svc] = open_
             keep = 0 if (not opened or not self.on) else LEASE
             if held:  # kept only while the service stays under half its limit

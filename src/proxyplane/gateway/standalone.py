@@ -30,6 +30,7 @@ from .quotas import QuotaEntry
 from .routing import Router
 from .server import Gateway, GatewayConfig, install_uvloop
 from .subnets import SubnetExits
+from .subusers import SubuserEntry
 from .workers import HostShared, Supervisor
 
 
@@ -63,6 +64,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="worker processes on the same ports under a supervisor (default 0: one process)")
     p.add_argument("--status-file", type=Path, help="with --workers: the supervisor's JSON status file")
     p.add_argument("--quota-mb", type=int, default=0, help="a traffic quota of this many MB (0: none)")
+    p.add_argument("--subuser", action="store_true",
+                   help="--login/--password are a sub-user's of the service (its own login: LOGIN-owner)")
     p.add_argument("--no-tunnel-cache", action="store_true", help="the engine asks Python for every decision")
     p.add_argument("--splice-after", type=int, default=Settings.splice_after,
                    help="bytes a tunnel relays before the engine splices it (0: never)")
@@ -98,9 +101,13 @@ def build_entry(args: argparse.Namespace) -> ServiceEntry:
         pairs = [(_documentation(cidr), country.lower()) for cidr, _, country in specs]
         exits = SubnetExits(pairs)
         pin = str(ipaddress.IPv6Network(pairs[0][0])[1]) if args.mode == "pinned" else None
-    return ServiceEntry("standalone", "rotating", args.login, args.password, exit_ips=exits,
+    login: str = args.login
+    subs: tuple[SubuserEntry, ...] = ()
+    if args.subuser:  # the credentials are a sub-user's (gateway/subusers.py): metered as "standalone/1"
+        login, subs = f"{args.login}-owner", (SubuserEntry(1, "standalone-sub", args.login, args.password),)
+    return ServiceEntry("standalone", "rotating", login, args.password, exit_ips=exits,
                         whitelist=frozenset(args.whitelist), session_mode=args.mode, pin=pin,
-                        max_connections=args.max_connections, udp_allowed=args.udp,
+                        max_connections=args.max_connections, udp_allowed=args.udp, subusers=subs,
                         quota=QuotaEntry("standalone", args.quota_mb << 20, None) if args.quota_mb else None)
 
 
