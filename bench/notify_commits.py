@@ -28,10 +28,10 @@ import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.engine import make_url
 
 from bench.scale.generate import generate, resolved
-from proxyplane.gateway.changes import CHANNEL
 from proxyplane.jobs.change_notifier import notifier_task
 from proxyplane.storage.engine import Database
 from proxyplane.storage.migrate import upgrade
+from proxyplane.storage.repos.gateway_changes import CHANNEL
 
 MIGRATION = importlib.import_module("proxyplane.storage.migrations.versions.0020i_changes_without_notify")
 FUNCTIONS = (

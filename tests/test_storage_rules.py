@@ -114,22 +114,12 @@ STORAGE_WRITES = {
     "jobs/webhooks.py": "the delivery worker's claims and results: " + _NOT_MOVED,
 }
 STORAGE_SQL = {
-    "gateway/changes.py": _GATEWAY_STORE,
-    "gateway/store_load.py": _GATEWAY_STORE,
-    "jobs/change_notifier.py": "LISTEN/NOTIFY of the change log: " + _NOT_MOVED,
 }
 STORAGE_DRIVER = {
-    "gateway/changes.py": _GATEWAY_STORE,
-    "gateway/store_load.py": _GATEWAY_STORE,
-    "jobs/change_notifier.py": "LISTEN/NOTIFY of the change log: " + _NOT_MOVED,
 }
 STORAGE_DIALECT = {
     "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
-    "gateway/changes.py": _GATEWAY_STORE,
-    "gateway/store.py": _GATEWAY_STORE,
-    "gateway/store_load.py": _GATEWAY_STORE,
     "gateway/usage_sink.py": _GATEWAY_STORE,
-    "jobs/change_notifier.py": "LISTEN/NOTIFY on PostgreSQL only: " + _NOT_MOVED,
     "jobs/webhooks.py": "the delivery claims' locking picks on PostgreSQL: " + _NOT_MOVED,
 }
 STORAGE_RULES = {

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from proxyplane.gateway.changes import CHANNEL
-from proxyplane.jobs.change_notifier import LOCK_KEY, ChangeNotifier
+from proxyplane.jobs.change_notifier import ChangeNotifier
 from proxyplane.platform import Platform
+from proxyplane.storage.repos.gateway_changes import CHANNEL, NOTIFIER_LOCK
 from tests.gateway.test_store_changes import generated, set_max_connections
 
 pytestmark = pytest.mark.anyio
@@ -91,7 +91,7 @@ async def test_a_commit_sends_nothing_until_the_notifier_runs(postgres: Platform
     [sid] = await generated(postgres, 1, 1)
     async with listening(postgres) as listen:
         # holding the notifier lock keeps any other notifier on this database quiet during the check
-        assert await listen.conn.fetchval(f"SELECT pg_try_advisory_lock({LOCK_KEY})")
+        assert await listen.conn.fetchval(f"SELECT pg_try_advisory_lock({NOTIFIER_LOCK})")
         await set_max_connections(postgres, [sid], 4)
         assert await listen.within(0.3) is None, "the order's own commit sent a notification"
 
@@ -100,7 +100,7 @@ async def test_a_commit_sends_nothing_until_the_notifier_runs(postgres: Platform
         task = asyncio.create_task(standby.run(stop))
         await asyncio.sleep(0.1)
         assert not standby.active and standby.sent == 0  # another holder: it waits
-        await listen.conn.fetchval(f"SELECT pg_advisory_unlock({LOCK_KEY})")
+        await listen.conn.fetchval(f"SELECT pg_advisory_unlock({NOTIFIER_LOCK})")
         try:
             await asyncio.wait_for(standby.ready.wait(), 2)
             assert await listen.within(1.0) is not None  # the start-up wake-up

@@ -5,7 +5,7 @@ Change detection (docs/decisions/gateway.md "Gateway", 1. Change log):
   every service whose rows change (services, IPs, whitelist, add-ons, proxy settings) and for every
   rotating pool whose stock changes, whoever the writer is;
 - each node reads ``seq > :last`` every ``poll_interval`` (0.25 s): one indexed statement whatever the
-  size of the store (gateway/changes.py); on PostgreSQL a LISTEN connection wakes it at once;
+  size of the store (storage/repos/gateway_changes.py); on PostgreSQL a LISTEN connection wakes it at once;
 - only the changed services are re-read (their service row, IPs, whitelist, add-ons: store_load.py);
   a changed pool is re-read in place;
 - an active service whose term ends is switched off locally at its end time (a heap of term ends: no
@@ -33,10 +33,10 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.gateway_settings import GatewaySettings
 from proxyplane.core.security import SecretBox
 from proxyplane.storage.engine import Database
+from proxyplane.storage.repos import gateway_changes
 
 from . import periodic
 from .access import AccessTable, ServiceEntry
-from .changes import ChangeFeed, Listener
 from .store_load import (  # noqa: F401  (re-exported: callers import them from here)
     LOADED_STATUSES,
     Loaded,
@@ -74,9 +74,9 @@ class StoreSync:
             full_reload_interval = GatewaySettings().full_reload_seconds
         self.poll_interval, self.full_reload_interval = poll_interval, full_reload_interval
         self.max_incremental = max_incremental
-        self.feed = ChangeFeed(postgres=not db.is_sqlite)
+        self.feed = gateway_changes.feed_for(db)
         self.pools = Pools()
-        self.listener = Listener(db.url, self.wake) if listen and not db.is_sqlite else None
+        self.listener = gateway_changes.listener_for(db, self.wake) if listen else None
         self._ends: dict[uuid.UUID, datetime] = {}  # term ends of active services
         self._end_heap: list[tuple[datetime, uuid.UUID]] = []
         self._pending: set[uuid.UUID] = set()

@@ -9,7 +9,6 @@ change log says its stock changed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -18,18 +17,18 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, cast, func, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
-from sqlalchemy.dialects.postgresql import array_agg as _pg_array_agg
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+from sqlalchemy import Text, cast, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.security import SecretBox
-from proxyplane.storage.models import Service, ServiceIp, ServiceWhitelist, StockIp
+from proxyplane.storage.models import Service, ServiceIp, ServiceWhitelist
 from proxyplane.storage.models.billing import ServiceAddon
 from proxyplane.storage.models.gateway import ProxySettings
 from proxyplane.storage.models.quotas import ServiceQuota
-from proxyplane.storage.repos import ip_geo
+from proxyplane.storage.repos import gateway_load, ip_geo
+from proxyplane.storage.repos.gateway_load import country as _country
+from proxyplane.storage.repos.gateway_load import exit_pool as exit_pool
 
 from . import places
 from .access import ServiceEntry
@@ -40,15 +39,7 @@ from .speed import limit_of as speed_limit
 from .subnets import SubnetExits, load_subnets
 from .subusers_load import load_subusers
 
-
-def array_agg(ordered: aggregate_order_by[Any]) -> ColumnElement[Any]:
-    """PostgreSQL's array_agg (its ARRAY result type); the SQLAlchemy function itself is untyped."""
-    out: ColumnElement[Any] = _pg_array_agg(ordered)  # type: ignore[no-untyped-call]
-    return out
-
-
 LOADED_STATUSES = ("active", "suspended")  # suspended: known, refused with 403; others: not in the table
-PARTITION = 20_000  # rows per streamed partition
 IN_CHUNK = 500  # ids per IN (...) list
 
 Loaded = dict[uuid.UUID, tuple[ServiceEntry, datetime | None]]
@@ -57,13 +48,6 @@ _NO_WHITELIST: frozenset[str] = frozenset()
 
 def _uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-
-
-def _country(cache: dict[Any, str], value: Any) -> str:
-    out = cache.get(value)
-    if out is None:
-        out = cache[value] = sys.intern((value or "").lower())
-    return out
 
 
 def connection_limit(allowed: int, params: dict[str, Any]) -> int:
@@ -84,35 +68,12 @@ def _params(raw: Any) -> dict[str, Any]:
     return dict(json.loads(raw)) if isinstance(raw, str) else dict(raw)
 
 
-async def _stream(session: AsyncSession, query: Any) -> AsyncIterator[Sequence[Any]]:
-    async for part in _stream_on(await session.connection(), query):
-        yield part
-
-
-async def _stream_on(conn: AsyncConnection, query: Any) -> AsyncIterator[Sequence[Any]]:
-    """Rows of a constant Core select in partitions. PostgreSQL: the statement (literal binds) on the
-    asyncpg connection itself, a server-side cursor fetched PARTITION rows at a time (asyncpg records,
-    no SQLAlchemy row processing: a cold start reads a million rows); elsewhere a Core stream."""
-    if conn.dialect.name == "postgresql":
-        raw: Any = (await conn.get_raw_connection()).driver_connection
-        sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-        if not raw.is_in_transaction():
-            await conn.exec_driver_sql("SELECT 1")  # the unit of work's transaction begins
-        cursor = await raw.cursor(sql)
-        while part := await cursor.fetch(PARTITION):
-            yield part
-        return
-    result = await conn.stream(query.execution_options(yield_per=PARTITION))
-    async for part in result.partitions(PARTITION):
-        yield part
-
-
 async def _scoped(
     session: AsyncSession, query: Any, column: Any, ids: list[uuid.UUID] | None
 ) -> AsyncIterator[Sequence[Any]]:
     """All rows of ``query`` (ids None), or those with ``column`` in ``ids`` (IN lists of IN_CHUNK)."""
     if ids is None:
-        async for part in _stream(session, query):
+        async for part in gateway_load.stream(session, query):
             yield part
         return
     conn = await session.connection()
@@ -194,53 +155,6 @@ class Pools:
                 current.version += 1
 
 
-async def exit_pool(session: AsyncSession, pool: str, geo_source: str) -> dict[str, str]:
-    """Exit IPs of a rotating service: the unretired stock of its pool, with countries by its geo source."""
-    col = StockIp.country_ripe if geo_source == "ripe" else StockIp.country_maxmind
-    query = (
-        select(StockIp.address, col)
-        .where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
-        .order_by(StockIp.id)
-    )
-    conn = await session.connection()
-    if conn.dialect.name == "postgresql":  # one row of two arrays (C speed), not a row per IP
-        agg = select(
-            array_agg(aggregate_order_by(StockIp.address, StockIp.id)),
-            array_agg(aggregate_order_by(func.lower(col), StockIp.id)),
-        ).where(StockIp.product_kind == pool, StockIp.retired_at.is_(None))
-        addresses, countries_ = (await conn.execute(agg)).one()
-        return dict(zip(addresses or (), map(sys.intern, countries_ or ()), strict=True))
-    out: dict[str, str] = {}
-    countries: dict[Any, str] = {}
-    async for part in _stream(session, query):
-        for address, country in part:
-            out[address] = _country(countries, country)
-    return out
-
-
-async def _all_exit_ips_pg(engine: AsyncEngine) -> dict[Any, dict[str, str]]:
-    """Every live exit IP, one row per service (PostgreSQL array_agg), on a connection of its own so
-    that the database groups them while this process builds the service entries: each service's dict
-    is made from two arrays at C speed (half the client CPU of a row per IP at a million IPs). Its
-    snapshot is a little later than the main one: changes in between are in the change log after the
-    node's mark (re-read by the next poll)."""
-    query = (
-        select(
-            ServiceIp.service_id,
-            array_agg(aggregate_order_by(ServiceIp.address, ServiceIp.id)),
-            array_agg(aggregate_order_by(func.lower(ServiceIp.country), ServiceIp.id)),
-        )
-        .where(ServiceIp.released_at.is_(None))
-        .group_by(ServiceIp.service_id)
-    )
-    out: dict[Any, dict[str, str]] = {}
-    async with engine.connect() as conn, conn.begin():
-        async for part in _stream_on(conn, query):
-            for service_id, addresses, countries in part:
-                out[service_id] = dict(zip(addresses, map(sys.intern, countries), strict=True))
-    return out
-
-
 async def load_entries(
     session: AsyncSession,
     box: SecretBox | None,
@@ -266,13 +180,10 @@ async def load_entries(
         return {}
     pools = pools or Pools()
     countries: dict[Any, str] = {}
-    conn = await session.connection()
-    engine = session.bind
     ips: dict[Any, dict[str, str]] = {}
-    ips_task = None
-    if id_list is None and conn.dialect.name == "postgresql" and isinstance(engine, AsyncEngine):
-        ips_task = asyncio.ensure_future(_all_exit_ips_pg(engine))  # filled in below, at the end
-    else:
+    # PostgreSQL, a full load: read apart while the entries are built, filled in below, at the end
+    ips_task = await gateway_load.all_exit_ips_apart(session) if id_list is None else None
+    if ips_task is None:
         ip_q = (
             select(ServiceIp.service_id, ServiceIp.address, ServiceIp.country)
             .where(ServiceIp.released_at.is_(None))

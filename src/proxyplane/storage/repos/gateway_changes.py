@@ -1,4 +1,7 @@
-"""Reading the gateway change log (table gateway_changes, migration 0012c) by sequence number.
+"""Reading the gateway change log (table gateway_changes, migration 0012c) by sequence number, and the
+wake-ups: the nodes' LISTEN connection and the change notifier's lock and NOTIFY (gateway/store.py,
+jobs/change_notifier.py call these; the engine is chosen here, by ``feed_for`` / ``listener_for`` /
+``notifies``).
 
 A poll is one statement: ``SELECT seq, key FROM gateway_changes WHERE seq > :last ORDER BY seq LIMIT n``
 on the seq index, the same cost at 1,000 and at 250,000 services.
@@ -17,9 +20,10 @@ of those pushed a node over ``max_incremental`` into a needless second full relo
 writer at a time and commits in seq order: no holes.
 
 Wake-ups: on PostgreSQL the change notifier (jobs/change_notifier.py, with the job worker) reads the log
-every 50 ms with this same reader and sends NOTIFY proxyplane_changes in its own statement when it
-advanced (the triggers no longer notify: migration 0020i, issue 15); ``Listener`` holds a LISTEN
-connection and wakes the node at once; the poll stays the backstop (the only wake-up without a notifier).
+every 50 ms with this same reader (on ``notifier_session``, under ``NOTIFIER_LOCK``) and sends NOTIFY
+proxyplane_changes in its own statement (``notify_nodes``) when it advanced (the triggers no longer
+notify: migration 0020i, issue 15); ``Listener`` holds a LISTEN connection and wakes the node at once;
+the poll stays the backstop (the only wake-up without a notifier).
 """
 
 from __future__ import annotations
@@ -27,18 +31,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import BigInteger, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from proxyplane.storage.driver import DriverStatement
+from proxyplane.storage.engine import Database
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("proxyplane.gateway.changes")
 
 CHANNEL = "proxyplane_changes"
 PAGE = 2_000  # rows per read; a node further behind reads page after page
@@ -70,6 +75,12 @@ PG_OPEN_AT_LOAD = text(
 # PostgreSQL's reads run on the driver connection (storage/driver.py): the change notifier reads every
 # 50 ms in every serve process, each read through the session's statement path cost ~0.3 ms of CPU
 _PG_READ, _PG_MARK, _PG_OPEN_AT_LOAD = (DriverStatement(s) for s in (PG_READ, PG_MARK, PG_OPEN_AT_LOAD))
+
+NOTIFIER_LOCK = 0x70705F6E6F74  # "pp_not": one change notifier per cluster
+TRY_LOCK = text(f"SELECT pg_try_advisory_lock({NOTIFIER_LOCK})")
+UNLOCK = text(f"SELECT pg_advisory_unlock({NOTIFIER_LOCK})")
+NOTIFY = text(f"SELECT pg_notify('{CHANNEL}', '')")
+_NOTIFY = DriverStatement(NOTIFY)  # on the driver connection, as the feed's reads (storage/driver.py)
 
 
 @dataclass
@@ -169,6 +180,48 @@ class ChangeFeed:
                     batch.keys.add(key)
                 batch.statements += 1
         return fresh == PAGE
+
+
+def feed_for(db: Database) -> ChangeFeed:
+    """A node's change feed on this store's engine (PostgreSQL: with the snapshot's holes)."""
+    return ChangeFeed(postgres=not db.is_sqlite)
+
+
+def notifies(db: Database) -> bool:
+    """Whether nodes of this store are woken by NOTIFY (PostgreSQL; SQLite's nodes poll only)."""
+    return not db.is_sqlite
+
+
+def listener_for(db: Database, wake: Callable[[], None]) -> Listener | None:
+    """The LISTEN connection that wakes a node on this store (None on SQLite: no NOTIFY)."""
+    return Listener(db.url, wake) if notifies(db) else None
+
+
+@contextlib.asynccontextmanager
+async def notifier_session(db: Database) -> AsyncIterator[AsyncSession]:
+    """A session on a connection of its own in autocommit (the change notifier's: each read and NOTIFY is
+    its own statement, no transaction held open between ticks). Closed on exit."""
+    async with db.engine.connect() as conn:
+        auto: AsyncConnection = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        session = AsyncSession(bind=auto)
+        try:
+            yield session
+        finally:
+            await session.close()
+
+
+async def take_notifier_lock(session: AsyncSession) -> bool:
+    """Try to become the cluster's notifier (an advisory lock held by the session's connection)."""
+    return bool((await session.execute(TRY_LOCK)).scalar_one())
+
+
+async def release_notifier_lock(session: AsyncSession) -> None:
+    await session.execute(UNLOCK)
+
+
+async def notify_nodes(session: AsyncSession) -> None:
+    """NOTIFY proxyplane_changes: every listening node polls the log now."""
+    await _NOTIFY.rows(session)
 
 
 class Listener:
