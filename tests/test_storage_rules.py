@@ -119,7 +119,6 @@ STORAGE_DRIVER = {
 }
 STORAGE_DIALECT = {
     "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
-    "gateway/usage_sink.py": _GATEWAY_STORE,
     "jobs/webhooks.py": "the delivery claims' locking picks on PostgreSQL: " + _NOT_MOVED,
 }
 STORAGE_RULES = {

@@ -5,7 +5,8 @@ counts to existing rows (``ON CONFLICT ... DO UPDATE SET n = table.n + excluded.
 PostgreSQL alike), so several nodes and several flushes within one minute sum up exactly. The same
 flush adds the same counts, summed per hour and per day, to ``usage_rollups`` and
 ``usage_error_rollups`` in the same transaction and by the same additive upsert, so every bucket always
-equals the sum of its minutes. One statement per table per BATCH rows.
+equals the sum of its minutes. One statement per table per BATCH rows. This module builds the rows;
+storage/repos/usage_minutes.py writes them.
 
 The upstream suppliers' rows of a batch (metering id ``"upstream:<id>"``, metering.supplier) are added
 to ``upstream_usage`` per UTC hour in the same transaction (storage/repos/upstreams.add_usage), so the
@@ -19,24 +20,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
 import proxyplane.domains.quotas.metering as quota_metering
 from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.storage.engine import Database
-from proxyplane.storage.models.gateway import UsageError, UsageMinute
-from proxyplane.storage.models.gateway_health import UsageExitError
-from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.engine_choice import is_postgres
 from proxyplane.storage.repos import upstreams as upstream_repo
-from proxyplane.storage.repos import usage_batches
-from proxyplane.storage.rollups import rollup_values
+from proxyplane.storage.repos import usage_batches, usage_minutes
+from proxyplane.storage.repos.usage_minutes import COUNTERS
 
 from .metering import SUPPLIER, SUPPLIER_FAILED, UsageRow, UsageSink, supplier_rows
 from .subusers import split_id
 
-BATCH = 400
-COUNTERS = ("requests", "connections", "bytes_up", "bytes_down", "errors")
 HOST_MAX = 255
 
 
@@ -131,47 +125,6 @@ def subuser_exit_error_values(rows: list[UsageRow]) -> list[dict[str, Any]]:
     return _exit_values(rows, "subuser_pk", _subuser_pk)
 
 
-async def upsert(
-    session: Any, insert: Any, model: Any, values: list[dict[str, Any]], keys: list[str], counters: Any
-) -> None:
-    """Add `values` to the table's rows, one statement per BATCH rows."""
-    table = model.__table__
-    for i in range(0, len(values), BATCH):
-        stmt = insert(model).values(values[i : i + BATCH])
-        stmt = stmt.on_conflict_do_update(
-            index_elements=keys, set_={c: table.c[c] + stmt.excluded[c] for c in counters}
-        )
-        await session.execute(stmt)
-
-
-async def add_usage(
-    session: Any, sqlite: bool, minutes: list[dict[str, Any]], errors: list[dict[str, Any]]
-) -> None:
-    """Add minute rows (usage_minutes values) and error rows (usage_errors values) to their tables AND
-    to the hourly/daily rollups, by the same additive upsert, in the caller's transaction. Every writer
-    of the minute tables goes through here (tests/domains/usage/test_rollup_writers.py checks the
-    source), so a rollup bucket always equals the sum of its minutes."""
-    insert = sqlite_insert if sqlite else pg_insert
-    await upsert(session, insert, UsageMinute, minutes, ["service_id", "minute", "host"], COUNTERS)
-    await upsert(
-        session,
-        insert,
-        UsageRollup,
-        rollup_values(minutes, "host", COUNTERS),
-        ["service_id", "span", "bucket", "host"],
-        COUNTERS,
-    )
-    await upsert(session, insert, UsageError, errors, ["service_id", "minute", "host", "category"], ["count"])
-    await upsert(
-        session,
-        insert,
-        UsageErrorRollup,
-        rollup_values(errors, "category", ("count",)),
-        ["service_id", "span", "bucket", "category"],
-        ["count"],
-    )
-
-
 def supplier_deltas(rows: list[UsageRow]) -> list[upstream_repo.UsageDelta]:
     """upstream_usage deltas (upstream, UTC hour, up, down, tunnels, failures) of the suppliers' rows,
     merged per key; a row whose id is not an upstream uuid is left out (none is ever written so)."""
@@ -190,7 +143,7 @@ def supplier_deltas(rows: list[UsageRow]) -> list[upstream_repo.UsageDelta]:
     return [(u, hour, up, down, t, f) for (u, hour), (up, down, t, f) in out.items()]
 
 
-async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow], now: datetime | None = None) -> None:
+async def _add_rows(s: Any, rows: list[UsageRow], now: datetime | None = None) -> None:
     rows, suppliers = supplier_rows(rows)
     if suppliers:  # the upstream suppliers' counts (issue 36.4): the margin report's cost
         await upstream_repo.add_usage(s, supplier_deltas(suppliers))
@@ -198,21 +151,19 @@ async def _add_rows(s: Any, sqlite: bool, rows: list[UsageRow], now: datetime | 
     exit_errors = exit_error_values(rows)
     sub_minutes, sub_errors = subuser_values(rows)
     sub_exit = subuser_exit_error_values(rows)
-    insert = sqlite_insert if sqlite else pg_insert
-    await add_usage(s, sqlite, minutes, errors)
+    await usage_minutes.add_usage(s, minutes, errors)
     await quota_metering.apply_usage(s, minutes, now)  # the services' quotas, periods, top-ups (issue 32)
-    await upsert(
-        s, insert, UsageExitError, exit_errors, ["service_id", "minute", "exit_ip", "category"], ["count"]
-    )
+    await usage_minutes.add_exit_errors(s, exit_errors)
     if sub_minutes or sub_errors or sub_exit:  # the sub-users' rows, counters, limit events (issue 18)
-        await apply_usage(s, sqlite, sub_minutes, sub_errors, sub_exit)
+        # domains/subusers/metering.py still takes its engine as a flag (listed in the storage rules)
+        await apply_usage(s, not is_postgres(s), sub_minutes, sub_errors, sub_exit)
 
 
 async def write_usage(db: Database, rows: list[UsageRow], now: datetime | None = None) -> None:
     """Add `rows` in one transaction; `now` (default: the clock) is the flush's time for the quotas' periods
     and the pay-as-you-go hour (a test passes one to stay off the wall clock's hour boundaries)."""
     async with db.unit_of_work(write=True) as uow:
-        await _add_rows(uow.session, db.is_sqlite, rows, now)
+        await _add_rows(uow.session, rows, now)
         await uow.commit()
 
 
@@ -225,7 +176,7 @@ async def write_batches(db: Database, batches: list[tuple[str, list[UsageRow]]])
         fresh = await usage_batches.claim(uow.session, [b for b, _ in batches], now)
         rows = [row for batch_id, batch in batches if batch_id in fresh for row in batch]
         if rows:
-            await _add_rows(uow.session, db.is_sqlite, rows)
+            await _add_rows(uow.session, rows)
         if now.minute == 0 and now.second < 2:  # about once an hour per writer
             await usage_batches.prune(uow.session, now)
         await uow.commit()

@@ -10,9 +10,9 @@ import pytest
 import proxyplane.domains.quotas.metering as quota_metering
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.services import service as services
-from proxyplane.gateway.usage_sink import add_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway import StickySession
+from proxyplane.storage.repos.usage_minutes import add_usage
 from tests.adapters.legacy.support import JSON, auth, buy, rotating_product, static_product
 from tests.domains.stock.support import fresh_stock
 from tests.support import Account, bearer, make_account
@@ -151,7 +151,7 @@ async def test_stats_rate_errors(client: httpx.AsyncClient, platform: Platform, 
     for back, n in ((timedelta(days=3, minutes=7), 4), (timedelta(days=31), 9)):
         minutes.append(minutes[0] | {"minute": now - back, "requests": n})
     async with platform.db.unit_of_work() as uow:
-        await add_usage(uow.session, platform.db.is_sqlite, minutes, [])
+        await add_usage(uow.session, minutes, [])
         await quota_metering.apply_usage(uow.session, minutes[:2])  # the gateway's flush of this minute
         await uow.commit()
     day, before = now.strftime("%Y-%m-%d"), (now - timedelta(days=3, minutes=7)).strftime("%Y-%m-%d")

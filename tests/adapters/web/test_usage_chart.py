@@ -14,8 +14,9 @@ import pytest
 from proxyplane.adapters.web.charts import WINDOWS
 from proxyplane.core.clock import utcnow
 from proxyplane.gateway.metering import UsageRow
-from proxyplane.gateway.usage_sink import add_usage, usage_values
+from proxyplane.gateway.usage_sink import usage_values
 from proxyplane.platform import Platform
+from proxyplane.storage.repos.usage_minutes import add_usage
 from tests.adapters.web.test_buy_and_services import COUNTRY, buy, buyer
 from tests.adapters.web.test_pages import api_key
 from tests.domains.stock.support import fresh_stock
@@ -69,7 +70,7 @@ async def test_bars_equal_the_usage_totals_of_the_aligned_window(
     ]
     values, errors = usage_values(rows)
     async with platform.db.unit_of_work() as uow:
-        await add_usage(uow.session, platform.db.is_sqlite, values, errors)
+        await add_usage(uow.session, values, errors)
         await uow.commit()
 
     for name, w in WINDOWS.items():

@@ -1,5 +1,5 @@
 """Every writer of the minute tables keeps the hourly/daily rollups: the source holds no write of
-usage_minutes / usage_errors outside the usage sink's `add_usage` (of subuser_usage_minutes /
+usage_minutes / usage_errors outside `add_usage` (storage/repos/usage_minutes.py) (of subuser_usage_minutes /
 subuser_usage_errors outside domains/subusers/metering.apply_usage) (and the bench generator, which
 backfills the rollups set-based), and after each writer the rollup buckets and the usage read at every
 resolution sum exactly to the minutes."""
@@ -22,10 +22,11 @@ from sqlalchemy import select
 
 from proxyplane.domains.usage import service as usage
 from proxyplane.gateway.metering import UsageRow
-from proxyplane.gateway.usage_sink import add_usage, usage_values, write_usage
+from proxyplane.gateway.usage_sink import usage_values, write_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.repos.usage_minutes import add_usage
 from proxyplane.storage.rollups import bucket
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +44,7 @@ SUBUSER_WRITE = re.compile(
     re.IGNORECASE,
 )
 # the one function, and the bench generator (minutes set-based, then the migration's backfill of them)
-WRITERS = {"src/proxyplane/gateway/usage_sink.py", "bench/platform_data.py"}
+WRITERS = {"src/proxyplane/storage/repos/usage_minutes.py", "bench/platform_data.py"}
 BASE = datetime(2026, 5, 30, 22, 30, tzinfo=UTC)
 
 
@@ -153,8 +154,8 @@ async def test_add_usage_in_a_caller_transaction_keeps_the_rollups(platform: Pla
     sid = uuid.uuid4()
     minutes, errors = usage_values(rows(str(sid), 2))
     async with platform.db.unit_of_work() as uow:
-        await add_usage(uow.session, platform.db.is_sqlite, minutes, errors)
-        await add_usage(uow.session, platform.db.is_sqlite, minutes[:50], errors[:5])
+        await add_usage(uow.session, minutes, errors)
+        await add_usage(uow.session, minutes[:50], errors[:5])
         await uow.commit()
     assert await assert_exact(platform, sid, BASE, BASE + timedelta(days=3, minutes=1)) > 0
 

@@ -17,12 +17,12 @@ from sqlalchemy import func, select
 
 from proxyplane.domains.usage import service as usage
 from proxyplane.domains.usage.windows import DAY, HOUR, MINUTE, plan
-from proxyplane.gateway import usage_sink
 from proxyplane.gateway.metering import UsageRow
 from proxyplane.gateway.usage_sink import write_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.gateway import UsageError, UsageMinute
 from proxyplane.storage.models.usage_rollups import UsageErrorRollup, UsageRollup
+from proxyplane.storage.repos import usage_minutes
 from proxyplane.storage.rollups import bucket
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +55,7 @@ def random_rows(rng: random.Random, sid: str, n: int) -> list[UsageRow]:
 
 async def metered(platform: Platform, monkeypatch: pytest.MonkeyPatch, seed: int) -> uuid.UUID:
     """A service's usage written by two nodes (overlapping minutes and hosts), in small batches."""
-    monkeypatch.setattr(usage_sink, "BATCH", 53)
+    monkeypatch.setattr(usage_minutes, "BATCH", 53)
     rng = random.Random(seed)
     sid = str(uuid.uuid4())
     rows = random_rows(rng, sid, 600)

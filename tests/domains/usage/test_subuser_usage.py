@@ -1,6 +1,6 @@
 """Usage per sub-user (issue 18.3): the usage, series, destinations, errors and export operations take a
 subuser_id and then read that sub-user's minutes; when only sub-users used a service, the sub-users' usage
-sums exactly to the service's (the gateway writes both: usage_sink.add_usage for the service,
+sums exactly to the service's (the gateway writes both: usage_minutes.add_usage for the service,
 subusers.metering.apply_usage for the sub-user, in one flush transaction); another customer's sub-user or
 a sub-user of another service is 404."""
 
@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import select
 
 from proxyplane.domains.subusers.metering import apply_usage
-from proxyplane.gateway.usage_sink import add_usage
 from proxyplane.platform import Platform
 from proxyplane.storage.models.subusers import ServiceSubuser
+from proxyplane.storage.repos.usage_minutes import add_usage
 from tests.domains.subusers.support import make_service
 from tests.support import Account, bearer, make_account
 
@@ -60,7 +60,7 @@ async def meter(platform: Platform, service_id: Any, pks: list[int], seed: int) 
                 sub_errors.append({"subuser_pk": pk, **err})
         async with platform.db.unit_of_work() as uow:
             # one row per key per statement: merge repeats the way the sink's usage_values does
-            await add_usage(uow.session, platform.db.is_sqlite, merged(svc_minutes), merged(svc_errors))
+            await add_usage(uow.session, merged(svc_minutes), merged(svc_errors))
             await apply_usage(uow.session, platform.db.is_sqlite, merged(sub_minutes), merged(sub_errors))
             await uow.commit()
 

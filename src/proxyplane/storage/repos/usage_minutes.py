@@ -45,7 +45,9 @@ def _insert(session: AsyncSession) -> Any:
     return sqlite_insert if dialect_name(session) == "sqlite" else pg_insert
 
 
-async def add_usage(session: AsyncSession, minutes: list[dict[str, Any]], errors: list[dict[str, Any]]) -> None:
+async def add_usage(
+    session: AsyncSession, minutes: list[dict[str, Any]], errors: list[dict[str, Any]]
+) -> None:
     """Add minute rows (usage_minutes values) and error rows (usage_errors values) to their tables AND
     to the hourly/daily rollups, by the same additive upsert, in the caller's transaction. Every writer
     of the minute tables goes through here (tests/domains/usage/test_rollup_writers.py checks the
