@@ -29,6 +29,7 @@ from proxyplane.domains.operators import desk_ops as _operator_desk  # noqa: F40
 from proxyplane.domains.operators import email_ops as _operator_emails  # noqa: F401  (issue 33)
 from proxyplane.domains.operators import list_ops as _operator_lists  # noqa: F401  (issue 33)
 from proxyplane.domains.operators import ops as _operators  # noqa: F401  (issue 33)
+from proxyplane.domains.operators import reseller_ops as _resellers  # noqa: F401  (issue 33.4)
 from proxyplane.domains.operators import view_as as _operator_view_as  # noqa: F401  (issue 33)
 from proxyplane.domains.orders import ops as _orders  # noqa: F401
 from proxyplane.domains.orders import unpaid as _unpaid  # noqa: F401

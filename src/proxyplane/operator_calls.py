@@ -17,7 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from proxyplane.core.errors import AlreadyApplied, Forbidden, Unauthorized
-from proxyplane.domains.operators.roles import require
+from proxyplane.domains.operators.resellers import check_bound
+from proxyplane.domains.operators.roles import needed, require
 from proxyplane.ops import Caller, Context, Effect, Operation, check_guards
 from proxyplane.storage.models.operators import OperatorAudit
 from proxyplane.storage.repos import operators as repo
@@ -81,7 +82,7 @@ async def check_role(
     if not caller.role:
         raise Unauthorized("an operator's sign-in or operator API key is required")
     try:
-        require(caller.role, op.permission, op.name)
+        require(caller.role, needed(caller.role, op.permission, op.reseller), op.name)
     except Forbidden as exc:
         async with platform.db.unit_of_work() as uow:
             await repo.append_audit(
@@ -93,7 +94,7 @@ async def check_role(
                 action=op.name,
                 target=_target(data),
                 before=None,
-                after={"error": "forbidden", "missing_permission": op.permission},
+                after={"error": "forbidden", "missing_permission": exc.extra.get("missing_permission")},
                 detail=_detail(data),
                 client_ip=caller.client_ip,
                 outcome="refused",
@@ -114,7 +115,8 @@ async def invoke_operator(
             )
             if used.first() is not None:
                 raise AlreadyApplied(f"this {op.name} request was already sent; it ran once")
-        ctx = Context(uow, caller, platform)
+        ctx = Context(uow, caller, platform, door_key=door_key)
+        await check_bound(uow.session, op, caller, data)  # a reseller: its own customers only (404)
         result = await op.handler(ctx, data)
         check_guards(uow, caller, result, None, op_name=op.name, spends=op.effect == Effect.SPENDS_MONEY)
         if write:

@@ -83,6 +83,8 @@ class Context:
     platform: Platform
     # what an operator operation's audit row says beyond its input and result: target, before, after
     audit: dict[str, Any] = field(default_factory=dict)
+    # an operator door's once-only key for this call (a console form token, an Idempotency-Key), if any
+    door_key: str | None = None
 
     @property
     def session(self) -> Any:
@@ -129,6 +131,11 @@ class Operation:
     doors: frozenset[str] = CUSTOMER_API
     # an operator operation's permission (domains/operators/roles.py: the roles holding it may run it)
     permission: str = ""
+    # a reseller's permission for it (issue 33.4), "" when resellers may not run it, and the input field
+    # naming the one customer it acts on (customer_id, email, service_id, ticket_id): a reseller gets 404
+    # for a customer not bound to it (domains/operators/resellers.py); without one the handler filters
+    reseller: str = ""
+    bound_by: str = ""
 
     def serves(self, door: str) -> bool:
         return door in self.doors and (door != "mcp" or self.mcp)
@@ -168,6 +175,8 @@ def operator_op(
     *,
     permission: str = "",
     doors: frozenset[str] | None = None,
+    reseller: str = "",
+    bound_by: str = "",
 ) -> Operation:
     """An operator action `operator_<name>` needing `permission` (issue 33): served by `doors` (the CLI as
     the host's owner, the operator API at /api/admin/v1 + `path`, the console), never by a customer's door;
@@ -187,6 +196,8 @@ def operator_op(
         mcp=False,
         doors=doors,
         permission=permission or "host.cli",
+        reseller=reseller,
+        bound_by=bound_by,
     )
 
 

@@ -23,6 +23,7 @@ UPSTREAMS = "proxyplane.cli.admin_upstreams"  # issue 36: upstream proxy supplie
         "price": STOCK,
         "ticket": TICKETS,
         "operator": OPERATORS,
+        "reseller": OPERATORS,  # issue 33.4
         "outbox": MAIL,
         "upstream": UPSTREAMS,
     },

@@ -1,6 +1,7 @@
 """`proxyplane admin operator create|list|role|lock|unlock|key|call`: the operator team (issue 33); flags in,
-JSON out, over the registered operations of domains/operators/ops.py. The command line acts as a local
-owner, audited as "cli"."""
+JSON out, over the registered operations of domains/operators/ops.py; `proxyplane admin reseller
+create|list|credit|wallet` (issue 33.4, domains/operators/reseller_ops.py). The command line acts as a
+local owner, audited as "cli"."""
 
 from __future__ import annotations
 
@@ -81,3 +82,38 @@ def operator_run(operation: str, raw: str) -> None:
         echo_json(operator_call(operation, **fields))
     except (KeyError, RuntimeError):  # unknown, or not served by the CLI
         fail(f"no operator operation {operation!r} on the command line")
+
+
+@admin.group()
+def reseller() -> None:
+    """Resellers (issue 33.4): operators of the role "reseller" with a discount and a prepaid wallet."""
+
+
+@reseller.command("create")
+@click.option("--email", required=True)
+@click.option("--discount", required=True, type=click.IntRange(0, 90), help="percent off face value")
+def reseller_create(email: str, discount: int) -> None:
+    """Create a reseller; prints a one-time password (shown once) and the console's sign-in address."""
+    echo_json(operator_call("operator_reseller_create", operator_email=email, discount_percent=discount))
+
+
+@reseller.command("list")
+def reseller_list() -> None:
+    """Every reseller with its discount, balance and number of customers."""
+    echo_json(operator_call("operator_reseller_list"))
+
+
+@reseller.command("credit")
+@click.option("--email", required=True)
+@click.option("--cents", required=True, type=int)
+@click.option("--reason", required=True)
+def reseller_credit(email: str, cents: int, reason: str) -> None:
+    """Sell a reseller credit: add `cents` to its wallet."""
+    echo_json(operator_call("operator_reseller_credit", operator_email=email, cents=cents, reason=reason))
+
+
+@reseller.command("wallet")
+@click.option("--email", required=True)
+def reseller_wallet(email: str) -> None:
+    """A reseller's balance, discount, customers and latest ledger entries."""
+    echo_json(operator_call("operator_reseller_wallet", operator_email=email))

@@ -58,6 +58,7 @@ OPERATOR_MODULES = (
     "proxyplane.domains.operators.email_ops",
     "proxyplane.domains.operators.list_ops",
     "proxyplane.domains.operators.ops",
+    "proxyplane.domains.operators.reseller_ops",
     "proxyplane.domains.operators.view_as",
     "proxyplane.domains.quotas.operator_ops",
     "proxyplane.domains.stock.operator_ops",

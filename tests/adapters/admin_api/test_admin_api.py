@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from proxyplane.domains.operators.roles import ROLES, allowed
+from proxyplane.domains.operators.roles import ROLES, allowed, needed
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import served
 from proxyplane.platform import Platform
@@ -45,14 +45,15 @@ async def test_every_operation_refuses_a_role_without_its_permission(
     assert (await client.get(f"{API}/overview")).status_code == 401
     for name, op in served("admin_api", REGISTRY).items():
         for role, key in keys.items():
-            if allowed(role, op.permission):
+            permission = needed(role, op.permission, op.reseller)
+            if allowed(role, permission):
                 continue
             call = client.get if op.method == "GET" else client.post
             kwargs = {} if op.method == "GET" else {"json": {}}
             response = await call(f"{API}{op.path}", headers=bearer(key), **kwargs)  # type: ignore[operator]
             # the role is checked before the input: an empty input is refused for the role, not as invalid
             assert response.status_code == 403, (name, role, response.text)
-            assert response.json()["detail"]["missing_permission"] == op.permission
+            assert response.json()["detail"]["missing_permission"] == permission
 
 
 async def test_credit_once_per_key_audited_and_no_secret_anywhere(

@@ -30,7 +30,10 @@ def unique_operator_email() -> str:
 async def make_operator(platform: Platform, role: str) -> tuple[str, str, str]:
     """(email, one-time password, an operator API key bound to `role`)."""
     email = unique_operator_email()
-    made = await run(platform, "operator_operator_create", operator_email=email, role=role)
+    if role == "reseller":  # a reseller is made with its price and wallet (issue 33.4)
+        made = await run(platform, "operator_reseller_create", operator_email=email, discount_percent=0)
+    else:
+        made = await run(platform, "operator_operator_create", operator_email=email, role=role)
     key = await run(platform, "operator_operator_key_create", operator_email=email, name="test", role=role)
     return email, made["one_time_password"], key["secret"]
 
@@ -41,3 +44,16 @@ def code_now(secret: str, offset_steps: int = 0) -> str:
 
 def operator_caller(role: str, email: str = "someone@example.com", operator_id: int | None = None) -> Caller:
     return Caller(customer_id=None, channel="admin_api", role=role, actor=email, operator_id=operator_id)
+
+
+async def make_reseller(platform: Platform, discount_percent: int = 0) -> tuple[str, str, Caller]:
+    """A reseller (issue 33.4): (email, its operator API key, a caller acting as it on the operator API)."""
+    from proxyplane.domains.operators.service import by_email
+
+    email = unique_operator_email()
+    await run(platform, "operator_reseller_create", operator_email=email, discount_percent=discount_percent)
+    key = await run(platform, "operator_operator_key_create", operator_email=email, name="t", role="reseller")
+    async with platform.db.unit_of_work() as uow:
+        found = await by_email(uow.session, email)
+        assert found is not None
+    return email, key["secret"], operator_caller("reseller", email, found.id)

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from proxyplane.domains.accounts import service as accounts
 from proxyplane.domains.apikeys import service as apikeys
+from proxyplane.domains.operators import resellers
 from proxyplane.domains.wallet import service as wallet
 from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import Customer
@@ -53,7 +54,12 @@ class Discount(ByEmail):
 
 
 async def create_customer(ctx: Context, data: NewCustomer) -> dict[str, Any]:
-    return customer_json(await accounts.create_customer(ctx.session, data.email, data.password, data.name))
+    """A new customer; made by a reseller, it is bound to that reseller (issue 33.4)."""
+    c = await accounts.create_customer(ctx.session, data.email, data.password, data.name)
+    reseller_id = resellers.scope_of(ctx.caller)
+    if reseller_id is not None:
+        await resellers.adopt(ctx.session, reseller_id, c.id)
+    return customer_json(c)
 
 
 async def show_customer(ctx: Context, data: ByEmail) -> dict[str, Any]:
@@ -72,8 +78,16 @@ async def credit(ctx: Context, data: Move) -> dict[str, Any]:
     ctx.audit.update(
         target=f"customer:{c.id}", before={"balance_cents": await wallet.balance(ctx.session, c.id)}
     )
-    await wallet.credit(ctx.session, c.id, data.cents, "adjustment", f"Operator credit: {data.reason}")
-    return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id)}
+    reseller_id = resellers.scope_of(ctx.caller)
+    if reseller_id is None:
+        await wallet.credit(ctx.session, c.id, data.cents, "adjustment", f"Operator credit: {data.reason}")
+        return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id)}
+    # a reseller's credit: paid first from its own wallet at its price (402 and nothing credited otherwise)
+    paid = await resellers.charge_for_credit(
+        ctx.session, reseller_id, c.id, data.cents, reference=ctx.door_key, actor=ctx.caller.actor
+    )
+    await wallet.credit(ctx.session, c.id, data.cents, "adjustment", f"Reseller credit: {data.reason}")
+    return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id), **paid}
 
 
 async def debit(ctx: Context, data: Move) -> dict[str, Any]:
@@ -100,11 +114,30 @@ async def set_partner_discount(ctx: Context, data: Discount) -> dict[str, Any]:
 _op = operator_op
 
 
-CREATE_CUSTOMER = _op("create_customer", create_customer, NewCustomer, permission="customers.write")
-SHOW_CUSTOMER = _op("show_customer", show_customer, ByEmail, Effect.READ, permission="customers.read")
+OWN = "reseller.customers"  # a reseller: its own customers only (domains/operators/resellers.py)
+CREATE_CUSTOMER = _op(
+    "create_customer", create_customer, NewCustomer, permission="customers.write", reseller=OWN
+)
+SHOW_CUSTOMER = _op(
+    "show_customer",
+    show_customer,
+    ByEmail,
+    Effect.READ,
+    permission="customers.read",
+    reseller=OWN,
+    bound_by="email",
+)
 # the new key's secret is printed on the host only: never through the operator API or the console
 CREATE_KEY = _op("create_key", create_key, NewKey, permission="customers.keys", doors=OPERATOR)
-CREDIT = _op("wallet_credit", credit, Move, permission="wallet.credit", doors=OPERATOR_DOORS)
+CREDIT = _op(
+    "wallet_credit",
+    credit,
+    Move,
+    permission="wallet.credit",
+    doors=OPERATOR_DOORS,
+    reseller="reseller.credit",
+    bound_by="email",
+)
 DEBIT = _op("wallet_debit", debit, Move, Effect.SPENDS_MONEY, permission="wallet.debit", doors=OPERATOR_DOORS)
 APPROVE_KYC = _op("approve_kyc", approve_kyc, ByEmail, permission="customers.write")
 PARTNER_DISCOUNT = _op("set_partner_discount", set_partner_discount, Discount, permission="customers.write")

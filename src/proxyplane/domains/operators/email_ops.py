@@ -39,6 +39,12 @@ async def resend_email(ctx: Context, data: ResendEmail) -> dict[str, Any]:
 
 
 RESEND_EMAIL = operator_op(
-    "customer_resend_email", resend_email, ResendEmail, permission="customers.email", doors=OPERATOR_DOORS
+    "customer_resend_email",
+    resend_email,
+    ResendEmail,
+    permission="customers.email",
+    doors=OPERATOR_DOORS,
+    reseller="reseller.customers",
+    bound_by="customer_id",
 )
 register(RESEND_EMAIL)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from proxyplane.domains.operators import lists
+from proxyplane.domains.operators import lists, resellers
 from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
 
 STATUS = "^(|pending|active|suspended|expired|cancelled)$"
@@ -33,7 +33,8 @@ class ServiceFilter(BaseModel):
 
 
 async def service_list(ctx: Context, data: ServiceFilter) -> dict[str, Any]:
-    return await lists.services(ctx.session, **data.model_dump())
+    # a reseller lists its own customers' services only
+    return await lists.services(ctx.session, **data.model_dump(), reseller_id=resellers.scope_of(ctx.caller))
 
 
 SERVICE_LIST = operator_op(
@@ -43,5 +44,6 @@ SERVICE_LIST = operator_op(
     Effect.READ,
     permission="customers.read",
     doors=OPERATOR_DOORS,
+    reseller="reseller.customers",
 )
 register(SERVICE_LIST)

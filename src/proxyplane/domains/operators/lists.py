@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.core.clock import utcnow
 from proxyplane.core.product_names import product_name
 from proxyplane.storage.models import CatalogProduct, Customer, Service, ServiceIp
+from proxyplane.storage.repos import resellers as reseller_rows
 
 EXPIRING = ("active", "suspended")
 
@@ -50,9 +51,12 @@ async def services(
     limit: int = 100,
     offset: int = 0,
     now: datetime | None = None,
+    reseller_id: int | None = None,
 ) -> dict[str, Any]:
     now = now or utcnow()
     where: list[ColumnElement[bool]] = []
+    if reseller_id is not None:  # a reseller's own customers only
+        where.append(Service.customer_id.in_(reseller_rows.customer_ids(reseller_id)))
     if customer.strip():
         where.append(await _customer_ids(session, customer))
     if status:

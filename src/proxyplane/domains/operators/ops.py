@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound
-from proxyplane.domains.operators import reports
+from proxyplane.domains.operators import reports, resellers
 from proxyplane.domains.operators import service as operators
 from proxyplane.domains.renewals import service as renewals
 from proxyplane.domains.services import service as services
@@ -163,7 +163,8 @@ async def overview(ctx: Context, data: NoInput) -> dict[str, Any]:
 
 
 async def search(ctx: Context, data: Search) -> dict[str, Any]:
-    return {"customers": await reports.search(ctx.session, data.query, data.limit)}
+    among = resellers.scope_of(ctx.caller)  # a reseller finds its own customers only
+    return {"customers": await reports.search(ctx.session, data.query, data.limit, reseller_id=among)}
 
 
 async def _customer(ctx: Context, customer_id: int) -> Customer:
@@ -252,17 +253,44 @@ OPERATOR_UNLOCK = _op("operator_unlock", unlock, OperatorRef, permission=TEAM, d
 OPERATOR_KEY = _op(
     "operator_key_create", create_operator_key, NewOperatorKey, permission=TEAM, doors=OPERATOR
 )
-SESSIONS = _op("my_sessions", my_sessions, NoInput, R, permission="account.self", doors=OPERATOR_DOORS)
+SELF = "account.self"  # one's own sessions: a reseller's too
+SESSIONS = _op("my_sessions", my_sessions, NoInput, R, permission=SELF, doors=OPERATOR_DOORS, reseller=SELF)
 SESSION_REVOKE = _op(
-    "session_revoke", revoke_session, SessionRef, permission="account.self", doors=OPERATOR_DOORS
+    "session_revoke", revoke_session, SessionRef, permission=SELF, doors=OPERATOR_DOORS, reseller=SELF
 )
 OVERVIEW = _op("overview", overview, NoInput, R, permission="reports.read", doors=OPERATOR_DOORS)
-SEARCH = _op("customer_search", search, Search, R, permission="customers.read", doors=OPERATOR_DOORS)
-CUSTOMER = _op(
-    "customer_view", customer_view, CustomerRef, R, permission="customers.read", doors=OPERATOR_DOORS
+OWN = "reseller.customers"  # a reseller: its own customers only (resellers.py)
+SEARCH = _op(
+    "customer_search", search, Search, R, permission="customers.read", doors=OPERATOR_DOORS, reseller=OWN
 )
-SUSPEND = _op("service_suspend", suspend, ServiceRef, permission="services.suspend", doors=OPERATOR_DOORS)
-RESUME = _op("service_resume", resume, ServiceRef, permission="services.suspend", doors=OPERATOR_DOORS)
+CUSTOMER = _op(
+    "customer_view",
+    customer_view,
+    CustomerRef,
+    R,
+    permission="customers.read",
+    doors=OPERATOR_DOORS,
+    reseller=OWN,
+    bound_by="customer_id",
+)
+SUSPEND = _op(
+    "service_suspend",
+    suspend,
+    ServiceRef,
+    permission="services.suspend",
+    doors=OPERATOR_DOORS,
+    reseller=OWN,
+    bound_by="service_id",
+)
+RESUME = _op(
+    "service_resume",
+    resume,
+    ServiceRef,
+    permission="services.suspend",
+    doors=OPERATOR_DOORS,
+    reseller=OWN,
+    bound_by="service_id",
+)
 REFUND = _op("service_refund", refund, ServiceRef, permission="wallet.credit", doors=OPERATOR_DOORS)
 AUDIT = _op("audit_list", audit_list, AuditFilter, R, permission="audit.read", doors=OPERATOR_DOORS)
 register(OPERATOR_CREATE, OPERATOR_LIST, OPERATOR_ROLE, OPERATOR_LOCK, OPERATOR_UNLOCK, OPERATOR_KEY)

@@ -28,6 +28,7 @@ from proxyplane.storage.models import (
 from proxyplane.storage.models.gateway_health import GatewayNodeConnections, UsageExitError
 from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from proxyplane.storage.models.operators import OperatorAudit
+from proxyplane.storage.repos import resellers as reseller_rows
 
 NOT_SALES = ("deposit", "adjustment")
 
@@ -117,12 +118,16 @@ def customer_row(c: Customer) -> dict[str, Any]:
     }
 
 
-async def search(session: AsyncSession, query: str, limit: int = 50) -> list[dict[str, Any]]:
+async def search(
+    session: AsyncSession, query: str, limit: int = 50, *, reseller_id: int | None = None
+) -> list[dict[str, Any]]:
     """Customers whose email or name contains `query`, whose id is it, who own a service with that login,
-    to whom that exit IP is allocated now, or who signed in from / whitelisted that client IP."""
+    to whom that exit IP is allocated now, or who signed in from / whitelisted that client IP; with
+    `reseller_id`, among that reseller's customers only."""
     q = query.strip()
+    among = [] if reseller_id is None else [Customer.id.in_(reseller_rows.customer_ids(reseller_id))]
     if not q:
-        rows = await session.execute(select(Customer).order_by(Customer.id.desc()).limit(limit))
+        rows = await session.execute(select(Customer).where(*among).order_by(Customer.id.desc()).limit(limit))
         return [customer_row(c) for c in rows.scalars().all()]
     like = f"%{q.lower()}%"
     by_service = select(Service.customer_id).where(Service.login == q)
@@ -140,7 +145,9 @@ async def search(session: AsyncSession, query: str, limit: int = 50) -> list[dic
     ]
     if q.isdigit() and len(q) < 10:
         conditions.append(Customer.id == int(q))
-    rows = await session.execute(select(Customer).where(or_(*conditions)).order_by(Customer.id).limit(limit))
+    rows = await session.execute(
+        select(Customer).where(or_(*conditions), *among).order_by(Customer.id).limit(limit)
+    )
     return [customer_row(c) for c in rows.scalars().all()]
 
 

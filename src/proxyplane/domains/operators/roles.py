@@ -30,10 +30,18 @@ PERMISSIONS: dict[str, str] = {
     "mail.read": "read the email outbox: recipients, kinds, subjects, status, attempts, the server's answer",
     "mail.bodies": "read an outbox message's text and headers, its links included (a password reset's too)",
     "operators.manage": "create operators, change their roles, lock them, make operator API keys",
+    "resellers.read": "list resellers; a reseller's wallet, ledger and number of customers",
+    "resellers.manage": "create resellers, set their discount, credit or debit their wallets",
     "host.cli": "an operator action not yet given a permission of its own (the host's CLI only)",
+    # a reseller's own (issue 33.4): each only on the customers bound to it (resellers.py); no staff role
+    # holds them, and a reseller holds no staff permission but account.self
+    "reseller.customers": "its own customers only: create, find, see them, their services; suspend, resume",
+    "reseller.credit": "credit its own customers' wallets, each credit paid from its reseller wallet",
+    "reseller.tickets": "read, answer and close its own customers' tickets",
+    "reseller.wallet": "see its own reseller wallet and ledger",
 }
-
-_ALL = frozenset(PERMISSIONS)
+RESELLER_ONLY = frozenset(p for p in PERMISSIONS if p.startswith("reseller."))
+_ALL = frozenset(PERMISSIONS) - RESELLER_ONLY
 _READS = frozenset(p for p in PERMISSIONS if p.endswith(".read")) | {"account.self"}
 
 # role -> its permissions, from the widest to the narrowest
@@ -67,12 +75,21 @@ ROLES: dict[str, frozenset[str]] = {
         }
     ),
     "viewer": _READS - {"audit.read"},
+    "reseller": RESELLER_ONLY | {"account.self"},
 }
 OWNER = "owner"
+RESELLER = "reseller"
 
 
 def allowed(role: str, permission: str) -> bool:
     return permission in ROLES.get(role, frozenset())
+
+
+def needed(role: str, permission: str, reseller: str) -> str:
+    """The permission `role` needs for an operation declaring `permission` (staff) and `reseller` (the
+    reseller's own, "" when resellers may not run it): a reseller needs the latter, everyone else the
+    former. A reseller asking for an operation without one is refused naming the staff permission."""
+    return (reseller or permission) if role == RESELLER else permission
 
 
 def require(role: str, permission: str, action: str) -> None:
@@ -89,6 +106,8 @@ def require(role: str, permission: str, action: str) -> None:
 def within(narrow: str, wide: str) -> bool:
     """Whether every permission of the role `narrow` is also one of `wide`'s (a key's role vs its
     operator's)."""
+    if (narrow == RESELLER) != (wide == RESELLER):  # a reseller's key is a reseller's, and only theirs
+        return False
     return narrow in ROLES and ROLES[narrow] <= ROLES.get(wide, frozenset())
 
 

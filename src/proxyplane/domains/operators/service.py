@@ -18,7 +18,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.core.errors import Conflict, NotFound, ValidationFailed
 from proxyplane.core.security import SecretBox, hash_password, verify_password
 from proxyplane.domains.accounts import throttle
-from proxyplane.domains.operators.roles import OWNER, ROLES, within
+from proxyplane.domains.operators.roles import OWNER, RESELLER, ROLES, within
 from proxyplane.storage.models.operators import Operator, OperatorApiKey, OperatorSession
 from proxyplane.storage.repos import operators as repo
 
@@ -53,9 +53,14 @@ def check_role(role: str) -> None:
         raise ValidationFailed(f"role must be one of {', '.join(ROLES)}", field="role")
 
 
-async def create(session: AsyncSession, email: str, role: str) -> tuple[Operator, str]:
-    """A new operator and its one-time password (printed once; replaced at the first sign-in)."""
+async def create(
+    session: AsyncSession, email: str, role: str, *, reseller: bool = False
+) -> tuple[Operator, str]:
+    """A new operator and its one-time password (printed once; replaced at the first sign-in). A reseller
+    is made by operator_reseller_create only (`reseller`), with its price and wallet."""
     check_role(role)
+    if (role == RESELLER) != reseller:
+        raise ValidationFailed("a reseller is created with operator_reseller_create", field="role")
     email = normal_email(email)
     if "@" not in email:
         raise ValidationFailed("email must be an email address", field="email")
@@ -79,6 +84,8 @@ async def _keep_an_owner(session: AsyncSession, target: Operator) -> None:
 
 async def set_role(session: AsyncSession, target: Operator, role: str) -> None:
     check_role(role)
+    if (role == RESELLER) != (target.role == RESELLER):
+        raise Conflict("a reseller stays a reseller (its customers are bound to it); no one becomes one")
     if role != OWNER:
         await _keep_an_owner(session, target)
     await repo.set_operator(session, target, role=role)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.accounts import service as accounts
+from proxyplane.domains.operators import resellers
 from proxyplane.domains.operators import service as operators
 from proxyplane.domains.tickets import service as tickets
 from proxyplane.ops import OPERATOR_DOORS, Context, Effect, operator_op, register
@@ -70,10 +71,13 @@ async def _assignee_id(ctx: Context, assigned: str) -> int | None:
 async def list_tickets(ctx: Context, data: TicketFilter) -> dict[str, Any]:
     session = ctx.session
     customer_id = (await accounts.require_by_email(session, data.email)).id if data.email else None
+    if customer_id is not None:  # a reseller naming another's customer: 404, as for none
+        await resellers.require_own(session, ctx.caller, customer_id, f"no customer with email {data.email}")
     assigned = data.assigned.strip()
     rows, total = await desk.inbox(
         session,
         customer_id=customer_id,
+        among=resellers.scope_of(ctx.caller),  # a reseller: its own customers' tickets only
         status=data.status,
         assigned_to=await _assignee_id(ctx, assigned),
         unassigned=assigned.lower() == "nobody",
@@ -100,10 +104,31 @@ async def close(ctx: Context, data: TicketRef) -> dict[str, Any]:
 
 
 _ALL = OPERATOR_DOORS  # the console's tickets inbox runs these too
+OWN = "reseller.tickets"  # a reseller: its own customers' tickets only (domains/operators/resellers.py)
 LIST = operator_op(
-    "ticket_list", list_tickets, TicketFilter, Effect.READ, permission="tickets.read", doors=_ALL
+    "ticket_list",
+    list_tickets,
+    TicketFilter,
+    Effect.READ,
+    permission="tickets.read",
+    doors=_ALL,
+    reseller=OWN,
 )
-SHOW = operator_op("ticket_show", show, TicketRef, Effect.READ, permission="tickets.read", doors=_ALL)
-REPLY = operator_op("ticket_reply", reply, TicketReply, permission="tickets.write", doors=_ALL)
-CLOSE = operator_op("ticket_close", close, TicketRef, permission="tickets.write", doors=_ALL)
+T = "ticket_id"
+SHOW = operator_op(
+    "ticket_show",
+    show,
+    TicketRef,
+    Effect.READ,
+    permission="tickets.read",
+    doors=_ALL,
+    reseller=OWN,
+    bound_by=T,
+)
+REPLY = operator_op(
+    "ticket_reply", reply, TicketReply, permission="tickets.write", doors=_ALL, reseller=OWN, bound_by=T
+)
+CLOSE = operator_op(
+    "ticket_close", close, TicketRef, permission="tickets.write", doors=_ALL, reseller=OWN, bound_by=T
+)
 register(LIST, SHOW, REPLY, CLOSE)

@@ -14,6 +14,7 @@ from proxyplane.storage.models import oauth as _oauth  # noqa: F401  (MCP OAuth 
 from proxyplane.storage.models import operators as _operators  # noqa: F401  (operator side: issue 33)
 from proxyplane.storage.models import prefixes as _prefixes  # noqa: F401  (IPv6 prefixes: issue 16)
 from proxyplane.storage.models import quotas as _quotas  # noqa: F401  (service quotas: issue 32)
+from proxyplane.storage.models import resellers as _resellers  # noqa: F401  (resellers: issue 33.4)
 from proxyplane.storage.models import spending as _spending  # noqa: F401  (API-key spending caps: issue 10)
 from proxyplane.storage.models import stock_free as _stock_free  # noqa: F401  (free-IP counts: issue 15)
 from proxyplane.storage.models import subuser_rollups as _subuser_rollups  # noqa: F401  (issue 18)

@@ -11,6 +11,7 @@ from proxyplane.core.clock import utcnow
 from proxyplane.storage.models import Ticket
 from proxyplane.storage.models.operators import Operator
 from proxyplane.storage.models.ticket_desk import TicketAssignment, TicketNote
+from proxyplane.storage.repos.resellers import customer_ids as reseller_customers
 
 
 async def assignee(session: AsyncSession, ticket_id: uuid.UUID) -> str | None:
@@ -69,12 +70,16 @@ async def inbox(
     assigned_to: int | None,
     unassigned: bool,
     limit: int,
+    among: int | None = None,
 ) -> tuple[list[Ticket], int]:
     """Tickets, most recently updated first, and how many match: of one customer and / or one status,
-    assigned to the operator `assigned_to`, or (`unassigned`) to nobody."""
+    assigned to the operator `assigned_to`, or (`unassigned`) to nobody; `among`: of the customers bound
+    to that reseller only."""
     where = []
     if customer_id is not None:
         where.append(Ticket.customer_id == customer_id)
+    if among is not None:
+        where.append(Ticket.customer_id.in_(reseller_customers(among)))
     if status:
         where.append(Ticket.status == status)
     held = select(TicketAssignment.ticket_id)
