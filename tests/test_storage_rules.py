@@ -102,8 +102,6 @@ _GATEWAY_STORE = "the gateway's own store (its node rows and the change feed); n
 STORAGE_WRITES = {
     "domains/invoices/service.py": "invoices and their items: " + _NOT_MOVED,
     "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
-    "domains/legacy/auth.py": "the legacy API's credentials: " + _NOT_MOVED,
-    "domains/legacy/service.py": "legacy_list_updates: " + _NOT_MOVED,
     "domains/proxy/service.py": "whitelists and sticky sessions: " + _NOT_MOVED,
     "domains/stock/operator_ops.py": "the operator's stock edits: " + _NOT_MOVED,
     "domains/stock/seed.py": "the demo stock's rows: " + _NOT_MOVED,

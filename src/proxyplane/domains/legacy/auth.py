@@ -14,8 +14,9 @@ from proxyplane.domains.accounts import logins, throttle
 from proxyplane.domains.accounts.service import find_by_email
 from proxyplane.domains.accounts.two_factor import app_password_hash, legacy_password
 from proxyplane.ops import LEGACY, Auth, Context, Effect, Operation
-from proxyplane.storage.models import Customer, LoginEvent
+from proxyplane.storage.models import Customer
 from proxyplane.storage.models.account_security import AppPassword, TwoFactor
+from proxyplane.storage.repos import login_events
 
 CHANNEL = "legacy"
 _DUMMY_HASH = hash_password("legacy-timing-equaliser")
@@ -37,16 +38,7 @@ async def verify_account(
         ok = app
     ok = ok and customer is not None and customer.status == "active"
     if customer is not None:
-        session.add(
-            LoginEvent(
-                customer_id=customer.id,
-                channel=CHANNEL,
-                client_ip=client_ip[:45],
-                user_agent=user_agent[:300],
-                success=1 if ok else 0,
-            )
-        )
-        await session.flush()
+        await login_events.add(session, customer.id, CHANNEL, client_ip, user_agent, ok)
     return (customer if ok else None), bool(app)
 
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -25,7 +24,7 @@ from proxyplane.core.security import SecretBox
 from proxyplane.domains.proxy import service as proxy
 from proxyplane.domains.services import service as services
 from proxyplane.storage.models import CatalogProduct, LegacyListUpdate, Service, ServiceWhitelist
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import legacy_list_updates as list_updates
 
 COMPOSITE_PRODUCTS: dict[int, str] = {
     1: "proxy_datacenter",
@@ -97,23 +96,13 @@ async def claim_list_update(
     """Take the service's update_list slot. None: taken (the caller goes on to update the list);
     otherwise the time of the next permitted update (nothing recorded)."""
     now = now or utcnow()
-    moved = await session.execute(
-        update(LegacyListUpdate)
-        .where(LegacyListUpdate.service_id == service_id, LegacyListUpdate.updated_at <= now - interval)
-        .values(updated_at=now)
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(moved) == 1:
+    if await list_updates.move_if_due(session, service_id, now - interval, now):
         return None
     last = await session.scalar(
         select(LegacyListUpdate.updated_at).where(LegacyListUpdate.service_id == service_id)
     )
     if last is not None:
         return last + interval
-    try:
-        async with session.begin_nested():
-            session.add(LegacyListUpdate(service_id=service_id, updated_at=now))
-            await session.flush()
-    except IntegrityError:
+    if not await list_updates.add_first(session, service_id, now):
         return now + interval  # a concurrent call took it this instant
     return None
