@@ -36,6 +36,7 @@ WITH_DATABASE = {
     "subuser_usage_reads": (["{url}", "2", "1"], r"totals:\s+rollups\s+[\d.]+ ms"),
     # PostgreSQL by --pg; without it, a SQLite file of its own
     "oauth_token_check": (["{--pg}", "--checks", "50", "--grants", "10"], r"revocation: True"),
+    "activity_row": (["{--pg}", "--calls", "20", "--blocks", "2"], r"rows written 20 for 20 noted calls"),
     "usage_chart": (["--db", "{url}", "--repeat", "1"], r"\| chart 7d now, series per hour \| [\d.]+ ms p50"),
 }
 WITHOUT_DATABASE = {
