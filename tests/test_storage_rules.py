@@ -109,7 +109,6 @@ STORAGE_WRITES = {
     "domains/stock/service.py": "stock releases (the allocation: storage/repos/stock.py)",
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
-    "jobs/webhooks.py": "the delivery worker's claims and results: " + _NOT_MOVED,
 }
 STORAGE_SQL = {
 }
@@ -117,7 +116,6 @@ STORAGE_DRIVER = {
 }
 STORAGE_DIALECT = {
     "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
-    "jobs/webhooks.py": "the delivery claims' locking picks on PostgreSQL: " + _NOT_MOVED,
 }
 STORAGE_RULES = {
     "writes a model": (writes_models, STORAGE_WRITES),

@@ -1,11 +1,11 @@
 """The webhook outbox worker.
 
-Claim: one statement, `UPDATE webhook_deliveries SET status='sending', lease ... WHERE id IN (SELECT id ...
-FOR UPDATE SKIP LOCKED) RETURNING ...` (SQLite drops the lock clause; its single writer makes the statement
-atomic). Only the head of each endpoint's queue is claimable (no earlier pending/sending delivery for that
-endpoint), which keeps per-endpoint order. The claim commits before the HTTP call; the result is written in
-a second short transaction, only if the lease is still ours. A crashed worker's lease expires and the row is
-claimed again: delivery is at-least-once, with a stable webhook-id for de-duplication."""
+Claim: one statement (storage/repos/webhook_deliveries.py: `UPDATE webhook_deliveries SET status='sending',
+lease ... WHERE id IN (SELECT id ... FOR UPDATE SKIP LOCKED) RETURNING ...`). Only the head of each
+endpoint's queue is claimable, which keeps per-endpoint order. The claim commits before the HTTP call;
+the result is written in a second short transaction, only if the lease is still ours. A crashed worker's
+lease expires and the row is claimed again: delivery is at-least-once, with a stable webhook-id for
+de-duplication."""
 
 from __future__ import annotations
 
@@ -21,9 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import and_, any_, bindparam, exists, func, or_, select, update
-from sqlalchemy.orm import aliased
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import select
 from standardwebhooks import Webhook
 
 from proxyplane.core.clock import as_utc, utcnow
@@ -35,7 +33,7 @@ from proxyplane.domains.webhooks import targets
 from proxyplane.observability import metrics
 from proxyplane.platform import Platform
 from proxyplane.storage.models import Event, WebhookDelivery, WebhookEndpoint
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import webhook_deliveries
 
 log = logging.getLogger("proxyplane.webhooks")
 BODY_LIMIT = 1000
@@ -54,51 +52,6 @@ def backoff(settings: Settings, attempts: int) -> float:
     """Seconds before the next try: exponential, capped, with +-20% jitter."""
     base = settings.webhook_retry_base_seconds * (2.0 ** max(0, attempts - 1))
     return min(settings.webhook_retry_max_seconds, base) * random.uniform(0.8, 1.2)
-
-
-_CLAIMS: dict[tuple[bool, int], Any] = {}
-
-
-def _claim_statement(sqlite: bool, limit: int) -> Any:
-    """The claim, built once per engine kind and limit, its times and worker name bound at execution
-    (`now`, `until`, `worker`): built per pass, its aliased subquery cost ~5 ms of CPU each second."""
-    found = _CLAIMS.get((sqlite, limit))
-    if found is not None:
-        return found
-    d = WebhookDelivery
-    now = bindparam("now", type_=d.__table__.c.next_attempt_at.type)
-    earlier = aliased(WebhookDelivery)
-    blocked = exists().where(
-        earlier.endpoint_id == d.endpoint_id,
-        earlier.id < d.id,
-        earlier.status.in_(("pending", "sending")),
-    )
-    due = or_(
-        and_(d.status == "pending", d.next_attempt_at <= now),
-        and_(d.status == "sending", d.locked_until < now),
-    )
-    enabled = d.endpoint_id.in_(select(WebhookEndpoint.id).where(WebhookEndpoint.enabled.is_(True)))
-    sub = select(d.id).where(due, enabled, ~blocked).order_by(d.id).limit(limit)
-    picked: ColumnElement[bool] = d.id.in_(sub.scalar_subquery())
-    if not sqlite:
-        # the locking picks as an InitPlan run once (see stock.allocate.picked_ids: `IN (...)` can be
-        # a semi-join that rescans them and claims more than `limit`)
-        picked = d.id == any_(func.array(sub.with_for_update(skip_locked=True, of=d).scalar_subquery()))
-    stmt = (
-        update(d)
-        .where(picked)
-        .values(
-            status="sending",
-            locked_by=bindparam("worker", type_=d.__table__.c.locked_by.type),
-            locked_until=bindparam("until", type_=d.__table__.c.locked_until.type),
-            attempts=d.attempts + 1,
-            last_attempt_at=now,
-        )
-        .returning(d.id)
-        .execution_options(synchronize_session=False)
-    )
-    _CLAIMS[(sqlite, limit)] = stmt
-    return stmt
 
 
 def sign(secrets: list[str], msg_id: str, body: str, now: datetime) -> str:
@@ -144,10 +97,8 @@ class WebhookWorker:
     async def claim(self, limit: int) -> list[int]:
         now = utcnow()
         lease = timedelta(seconds=self.settings.webhook_timeout_seconds + 30)
-        params = {"now": now, "until": now + lease, "worker": self.name}
         async with self.platform.db.unit_of_work(write=True) as uow:
-            stmt = _claim_statement(self.platform.db.is_sqlite, limit)
-            ids = list((await uow.session.execute(stmt, params)).scalars())
+            ids = await webhook_deliveries.claim_due(uow.session, limit, now, now + lease, self.name)
             await uow.commit()
         return sorted(ids)
 
@@ -229,17 +180,7 @@ class WebhookWorker:
                 status="pending", next_attempt_at=now + timedelta(seconds=backoff(self.settings, attempts))
             )
         async with self.platform.db.unit_of_work(write=True) as uow:
-            moved = await uow.session.execute(
-                update(WebhookDelivery)
-                .where(
-                    WebhookDelivery.id == delivery.id,
-                    WebhookDelivery.status == "sending",
-                    WebhookDelivery.locked_by == self.name,
-                )
-                .values(**values)
-                .execution_options(synchronize_session=False)
-            )
-            if rowcount(moved) != 1:
+            if not await webhook_deliveries.record_result(uow.session, delivery.id, self.name, values):
                 return  # lease lost (another worker took over) or the endpoint was deleted
             endpoint = await uow.session.get(WebhookEndpoint, endpoint_id)
             if endpoint is not None:
