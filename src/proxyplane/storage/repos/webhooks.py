@@ -1,5 +1,5 @@
 """The writer of `webhook_endpoints` (their queued deliveries: events.py; the delivery worker's claims and
-results: webhook_deliveries.py). Nothing here commits; settings of a loaded endpoint are the unit of work's."""
+results: webhook_deliveries.py). Nothing here commits; a loaded endpoint's settings are the unit of work's."""
 
 from __future__ import annotations
 
