@@ -5,9 +5,9 @@ really does what it stands for). The benches that need no database run once, on 
 
 Not here: bench/platform.py and platform_data.py (tests/bench/test_platform*.py), bench/scale
 (test_scale.py), bench/contract.py (tests/adapters/rest/test_contract.py); bench/gateway_bench.sh,
-connsetup.py, tunnel_bulk.py, rotating_http.py, ipv6_exit.py and ipv6_peers.py drive the shared harness
-(../shared/bench/proxy: its C load client, its peer proxies) and network namespaces, which a clone of this
-repository alone does not have: run by hand (bench/README.md)."""
+connsetup.py, conn_profile.py, tunnel_bulk.py, rotating_http.py, ipv6_exit.py and ipv6_peers.py drive the
+shared harness (../shared/bench/proxy: its C load client, its peer proxies) and network namespaces, which a
+clone of this repository alone does not have: run by hand (bench/README.md)."""
 
 from __future__ import annotations
 
