@@ -58,6 +58,18 @@ def test_gateway_imports_only_core_and_storage() -> None:
     assert files("gateway"), "the gateway package exists"
 
 
+def test_domains_import_no_gateway() -> None:
+    """Issue 31.4: the control plane's domains and the gateway meet in core/ and storage/ only (what the
+    legacy networkstatus shares with the nodes' published prefixes: core/address_prefixes.py)."""
+    bad = [
+        (p.relative_to(SRC), m)
+        for p in files("domains")
+        for m in imports(p)
+        if m == "proxyplane.gateway" or m.startswith("proxyplane.gateway.")
+    ]
+    assert bad == []
+
+
 def test_migrations_have_one_head() -> None:
     """New migrations chain after the newest one (parallel branches were merged by 0011)."""
     from alembic.script import ScriptDirectory

@@ -11,8 +11,9 @@ import httpx
 import pytest
 from sqlalchemy import delete, insert
 
+from proxyplane.core.address_prefixes import outside
 from proxyplane.domains.services import service as services
-from proxyplane.gateway.local_ips import local_prefixes, outside
+from proxyplane.gateway.local_ips import local_prefixes
 from proxyplane.platform import Platform
 from proxyplane.storage.models import ServiceIp, StockIp
 from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses

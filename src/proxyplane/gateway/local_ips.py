@@ -10,9 +10,10 @@ the access table or the prefixes changed.
 ``LocalAddresses`` (one per node) refreshes them at start and every ``interval`` (30 s), hands them to the
 node's router (rotating pools: only local exits are chosen, routing.Router.set_local), counts the static
 exit IPs outside them (the node's status), and writes one row of ``gateway_node_addresses`` (the prefixes,
-that count, a heartbeat); it deletes the row when the node stops. ``inactive_by_prefixes`` gives the legacy
-``networkstatus/inactive`` the IPs no live node (heartbeat within ``STALE`` seconds) can serve; while no
-node has published a row, nothing is reported on these grounds (unknown is not inactive).
+that count, a heartbeat); it deletes the row when the node stops. The legacy ``networkstatus/inactive``
+(domains/legacy/) reads those rows: the IPs no live node (heartbeat within ``STALE`` seconds) can serve;
+while no node has published a row, nothing is reported on these grounds (unknown is not inactive). What
+both sides share (parsing, ``outside``, ``STALE``) is core/address_prefixes.py.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ import ipaddress
 import logging
 import socket
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from proxyplane.core.address_prefixes import Network, outside
 from proxyplane.core.clock import utcnow
 from proxyplane.storage.engine import Database
 from proxyplane.storage.repos import gateway_nodes
@@ -39,8 +39,6 @@ from .routing import Router
 
 log = logging.getLogger(__name__)
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-STALE = 90.0  # seconds: a node row older than this is not live
 SAMPLE = 10  # non-local exit IPs kept for the status
 
 _RTM_GETROUTE, _NLMSG_DONE, _NLMSG_ERROR = 26, 3, 2
@@ -105,36 +103,6 @@ def local_prefixes() -> list[Network] | None:
     return [*ipaddress.collapse_addresses(v4), *ipaddress.collapse_addresses(v6)]
 
 
-def parse_prefixes(texts: Iterable[str]) -> list[Network]:
-    out = []
-    for text in texts:
-        with contextlib.suppress(ValueError):
-            out.append(ipaddress.ip_network(text, strict=False))
-    return out
-
-
-def outside(ips: Iterable[str], prefixes: list[Network]) -> list[str]:
-    """The IPs contained in none of ``prefixes`` (unparsable ones count as outside)."""
-    ranges = {4: [(int(n.network_address), int(n.netmask)) for n in prefixes if n.version == 4],
-              6: [(int(n.network_address), int(n.netmask)) for n in prefixes if n.version == 6]}
-    out = []
-    for ip in ips:
-        try:
-            if ":" in ip:
-                value, checks = int.from_bytes(socket.inet_pton(socket.AF_INET6, ip), "big"), ranges[6]
-            else:
-                value, checks = int.from_bytes(socket.inet_aton(ip), "big"), ranges[4]
-        except OSError:
-            out.append(ip)
-            continue
-        for network, mask in checks:
-            if value & mask == network:
-                break
-        else:
-            out.append(ip)
-    return out
-
-
 class LocalAddresses:
     def __init__(self, db: Database, node_id: str, access: AccessProvider, interval: float = 30.0,
                  router: Router | None = None) -> None:
@@ -193,15 +161,3 @@ class LocalAddresses:
             async with self.db.unit_of_work(write=True) as uow:
                 await gateway_nodes.remove_addresses(uow.session, self.node_id)
                 await uow.commit()
-
-
-async def inactive_by_prefixes(session: AsyncSession, ips: list[str],
-                               stale: float = STALE) -> list[str] | None:
-    """The IPs of ``ips`` that no live gateway node's local prefixes contain; None when no node is live
-    (then nothing can be said)."""
-    fresh = utcnow() - timedelta(seconds=stale)
-    rows = await gateway_nodes.live_prefixes(session, fresh)
-    if not rows:
-        return None
-    prefixes = parse_prefixes(text for texts in rows for text in texts)
-    return outside(ips, prefixes)

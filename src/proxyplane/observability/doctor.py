@@ -106,7 +106,8 @@ async def check_secret(db: Database, settings: Settings, scaled_out: bool) -> li
 
 
 async def check_exit_ips(db: Database, gateway: bool) -> list[Finding]:
-    from proxyplane.gateway.local_ips import local_prefixes, outside
+    from proxyplane.core.address_prefixes import outside
+    from proxyplane.gateway.local_ips import local_prefixes
 
     prefixes = local_prefixes()
     if prefixes is None:

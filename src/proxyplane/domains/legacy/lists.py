@@ -18,15 +18,15 @@ from datetime import timedelta
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from proxyplane.core.address_prefixes import outside
 from proxyplane.core.clock import utcnow
 from proxyplane.core.rotating_gateway import rotating_gateway, static_ports
 from proxyplane.core.scopes import Scope
 from proxyplane.domains.legacy.handlers import owned_service
-from proxyplane.domains.legacy.subnet_lists import unserved_subnets
+from proxyplane.domains.legacy.subnet_lists import live_node_prefixes, unserved_subnets
 from proxyplane.domains.legacy.wire import CLIENT_NOT_FOUND, legacy_get
 from proxyplane.domains.services import service as services
 from proxyplane.domains.usage import service as usage
-from proxyplane.gateway.local_ips import inactive_by_prefixes
 from proxyplane.ops import Context
 from proxyplane.storage.models import ServiceIp, StockIp
 from proxyplane.storage.models.prefixes import IPV6_KIND
@@ -118,7 +118,7 @@ class StatusRef(BaseModel):
 async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
     """IPs of the service that are not served: all of them while the service is not active, otherwise
     those the operator retired from stock (still allocated until a refresh replaces them) and those no
-    live gateway node can serve (local to none of their hosts: gateway/local_ips.py), in allocation order."""
+    live gateway node can serve (local to none of their hosts' published prefixes), in allocation order."""
     svc = await owned_service(ctx, ref.id, CLIENT_NOT_FOUND, 400)
     if svc.product_kind == ROTATING:
         return []
@@ -138,8 +138,9 @@ async def inactive_ips(ctx: Context, ref: StatusRef) -> list[str]:
         .order_by(ServiceIp.id)
     )
     out = set(retired.scalars())
-    unserved = await inactive_by_prefixes(ctx.session, [ip.address for ip in held])
-    out.update(unserved or ())
+    live = await live_node_prefixes(ctx.session)
+    if live is not None:
+        out.update(outside([ip.address for ip in held], live))
     return [ip.address for ip in held if ip.address in out]
 
 

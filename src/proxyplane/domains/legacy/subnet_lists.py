@@ -7,6 +7,9 @@ prefixes and is reached on the IPv4 rotating endpoint.
   is no address one connects to).
 - networkstatus/inactive: the service's subnets that are not served: all while the service is not active,
   otherwise those of a retired prefix and those no live gateway node's local prefixes contain.
+
+`live_node_prefixes` (also the static lists' networkstatus/inactive, lists.py): the prefixes the gateway
+nodes published (gateway/local_ips.py writes them; core/address_prefixes.py is what both sides share).
 """
 
 from __future__ import annotations
@@ -17,12 +20,21 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from proxyplane.core.address_prefixes import STALE, Network, parse_prefixes
 from proxyplane.core.clock import utcnow
 from proxyplane.domains.stock import subnets
-from proxyplane.gateway.local_ips import STALE, parse_prefixes
-from proxyplane.storage.models.gateway_nodes import GatewayNodeAddresses
 from proxyplane.storage.models.prefixes import StockPrefix
 from proxyplane.storage.models.services import Service
+from proxyplane.storage.repos import gateway_nodes
+
+
+async def live_node_prefixes(session: AsyncSession) -> list[Network] | None:
+    """The local prefixes of every live gateway node (heartbeat within STALE seconds); None when no node
+    is live (then nothing can be said about what is served)."""
+    rows = await gateway_nodes.live_prefixes(session, utcnow() - timedelta(seconds=STALE))
+    if not rows:
+        return None
+    return parse_prefixes(text for texts in rows for text in texts)
 
 
 async def unserved_subnets(session: AsyncSession, svc: Service, served: bool) -> list[str]:
@@ -38,18 +50,13 @@ async def unserved_subnets(session: AsyncSession, svc: Service, served: bool) ->
             )
         ).scalars()
     )
-    fresh = utcnow() - timedelta(seconds=STALE)
-    rows = (
-        await session.execute(
-            select(GatewayNodeAddresses.prefixes).where(GatewayNodeAddresses.updated_at > fresh)
-        )
-    ).all()
-    local = [n for n in parse_prefixes(t for (texts,) in rows for t in (texts or ())) if n.version == 6]
+    live = await live_node_prefixes(session)
+    local = [n for n in live or () if n.version == 6]
     out = []
     for s in held:
         net = ipaddress.IPv6Network(s.subnet)
         if s.prefix_id in retired:
             out.append(s.subnet)
-        elif rows and not any(net.subnet_of(n) for n in local):
+        elif live is not None and not any(net.subnet_of(n) for n in local):
             out.append(s.subnet)
     return out
