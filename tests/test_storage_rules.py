@@ -98,7 +98,6 @@ def writes_models(path: Path) -> bool:
 
 
 _NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
-_GATEWAY_STORE = "the gateway's own store (its node rows and the change feed); next to move"
 STORAGE_WRITES = {
     "domains/invoices/service.py": "invoices and their items: " + _NOT_MOVED,
     "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
