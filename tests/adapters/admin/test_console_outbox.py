@@ -66,3 +66,40 @@ async def test_outbox_page_shows_failures_and_links_by_permission(
         await sign_in(finance, platform, "finance")
         refused = await finance.get("/admin/outbox")
         assert refused.status_code == 403 and "mail.read" in refused.text
+
+
+async def test_a_refused_message_is_sent_again_from_the_console(
+    platform: Platform, client: httpx.AsyncClient
+) -> None:
+    """Support (mail.retry) presses "Send again" on a failed message once the relay takes it: pending,
+    then sent, once; the same form sent twice acts once; a viewer sees no button and is refused."""
+    account = await make_account(platform)
+    await account.key(name="refused first")
+    with smtp_sink() as (sink, url):
+        sink.refuse[account.email] = "550 5.1.1 mailbox unavailable"
+        await deliver(mailing(platform, url))
+    async with httpx.AsyncClient(transport=client._transport, base_url="http://testserver") as viewer:
+        await sign_in(viewer, platform, "viewer")
+        seen = await viewer.get(f"/admin/outbox?to={account.email}")
+        assert "550 5.1.1 mailbox unavailable" in seen.text and "Send again" not in seen.text
+        found = re.search(r'<tr data-message="(\d+)">', seen.text)
+        assert found
+        refused = await viewer.post(f"/admin/outbox/{found.group(1)}/retry", data={"csrf": csrf_of(seen)})
+        assert refused.status_code == 403 and "mail.retry" in refused.text
+    async with httpx.AsyncClient(transport=client._transport, base_url="http://testserver") as support:
+        await sign_in(support, platform, "support")
+        listed = await support.get(f"/admin/outbox?status=failed&to={account.email}")
+        action = f'action="/admin/outbox/{found.group(1)}/retry"'
+        assert action in listed.text and "Send again" in listed.text
+        token = re.search(action + r'.*?name="form_token" value="([^"]+)"', listed.text)
+        assert token
+        form = {"csrf": csrf_of(listed), "form_token": token.group(1)}
+        done = await support.post(f"/admin/outbox/{found.group(1)}/retry", data=form)
+        assert done.status_code == 303 and "queued+again" in done.headers["location"]
+        page = await support.get(done.headers["location"])
+        assert "queued again" in page.text and "pending" in page.text and "Send again" not in page.text
+        twice = await support.post(f"/admin/outbox/{found.group(1)}/retry", data=form)
+        assert twice.status_code in (303, 409)
+    with smtp_sink() as (sink, url):
+        await deliver(mailing(platform, url))
+        assert len(sink.to(account.email)) == 1

@@ -1,15 +1,18 @@
 """The email outbox in the console (issue 34): /admin/outbox lists the newest messages (status and
 recipient filters: whether each was sent, is waiting for a retry, or failed with the server's answer);
-/admin/outbox/ID shows one message's text part and headers, links included (permission mail.bodies).
-Both run the outbox operations of domains/mail/operator_ops.py on the console door."""
+/admin/outbox/ID shows one message's text part and headers, links included (permission mail.bodies);
+POST /admin/outbox/ID/retry sends a failed one again (mail.retry). All run the outbox operations of
+domains/mail/operator_ops.py on the console door."""
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from proxyplane.adapters.admin.base import ConsoleRoute, call, render, signed_in
+from proxyplane.adapters.admin.base import ConsoleRoute, call, form, redirect, render, signed_in
 from proxyplane.domains.mail.operator_ops import STATUSES
 
 router = APIRouter(route_class=ConsoleRoute)
@@ -44,3 +47,17 @@ async def message(request: Request, message_id: int) -> Response:
         "outbox_message.html",
         m=await call(request, "operator_outbox_show", {"message_id": message_id}),
     )
+
+
+@router.post("/admin/outbox/{message_id}/retry")
+async def retry(request: Request, message_id: int) -> Response:
+    await signed_in(request)
+    data = await form(request)
+    done = await call(
+        request,
+        "operator_outbox_retry",
+        {"message_id": message_id},
+        form_token=str(data.get("form_token", "")),
+    )
+    said = "queued+again" if done.get("retried") else "not+retried:+it+had+not+failed"
+    return redirect(f"/admin/outbox?to={quote(str(done['to']))}&done={said}")

@@ -1,5 +1,5 @@
-"""The operator's view of the email outbox (`proxyplane admin outbox list|show|retry`): list and show are
-also served by the operator API and the console (/admin/outbox); retry by the host's CLI only. With no
+"""The operator's view of the email outbox (`proxyplane admin outbox list|show|retry`): all three are
+also served by the operator API and the console (/admin/outbox, a failed message's "Send again"). With no
 SMTP configured every message waits here, links included, so the whole sign-up / reset flow works on one
 machine; a refused message shows the server's answer."""
 
@@ -83,5 +83,8 @@ OUTBOX_LIST = operator_op(
 OUTBOX_SHOW = operator_op(
     "outbox_show", outbox_show, MessageRef, Effect.READ, permission="mail.bodies", doors=OPERATOR_DOORS
 )
-OUTBOX_RETRY = operator_op("outbox_retry", outbox_retry, MessageRef)
+# retrying sends the message to the address it was queued for, nobody else: support may (mail.retry)
+OUTBOX_RETRY = operator_op(
+    "outbox_retry", outbox_retry, MessageRef, permission="mail.retry", doors=OPERATOR_DOORS
+)
 register(OUTBOX_LIST, OUTBOX_SHOW, OUTBOX_RETRY)

@@ -29,6 +29,7 @@ PERMISSIONS: dict[str, str] = {
     "audit.read": "read and export the audit log",
     "mail.read": "read the email outbox: recipients, kinds, subjects, status, attempts, the server's answer",
     "mail.bodies": "read an outbox message's text and headers, its links included (a password reset's too)",
+    "mail.retry": "send a failed outbox message again (pending, due now), e.g. after the relay was fixed",
     "operators.manage": "create operators, change their roles, lock them, make operator API keys",
     "resellers.read": "list resellers; a reseller's wallet, ledger and number of customers",
     "resellers.manage": "create resellers, set their discount, credit or debit their wallets",
@@ -61,6 +62,7 @@ ROLES: dict[str, frozenset[str]] = {
             "nodes.read",
             "catalog.read",
             "mail.read",
+            "mail.retry",
         }
     ),
     "finance": frozenset(
