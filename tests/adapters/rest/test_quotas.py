@@ -140,10 +140,16 @@ async def test_periods_reset(client: httpx.AsyncClient, platform: Platform, acco
     assert (await quota_row(platform, package.service_id)).limit_reached
 
 
-async def test_demo_catalog_sells_a_package_and_a_monthly_plan(
+async def test_demo_catalog_sells_a_package_a_monthly_plan_and_pay_as_you_go(
     client: httpx.AsyncClient, platform: Platform, account: Account
 ) -> None:
     from tests.gateway.test_store_static import buy
+
+    payg = await buy(client, platform, account, "Rotating datacenter: pay as you go")
+    q = (await client.get(f"{API}/{payg['service_id']}/quota", headers=bearer(payg["key"]))).json()
+    assert (q["period"], q["resets_at"], q["gb_price_cents"]) == ("payg", None, 200)
+    unit = q["payg"]
+    assert (unit["unit_bytes"], unit["unit_cents"], unit["billed_units"]) == (quotas.GB, 200, 0)
 
     package = await buy(client, platform, account, "Traffic package: 1 GB")
     monthly = await buy(client, platform, account, "Rotating datacenter: 10 GB")
