@@ -17,6 +17,7 @@ def install_console(app: FastAPI) -> None:
         lists,
         outbox,
         pages,
+        quotas,
         signin,
         upstreams,
         view_as,
@@ -32,3 +33,4 @@ def install_console(app: FastAPI) -> None:
     app.include_router(desk.router, include_in_schema=False)
     app.include_router(view_as.router, include_in_schema=False)  # the customer's dashboard, read-only
     app.include_router(upstreams.router, include_in_schema=False)  # upstream pools, margin (issue 36.4)
+    app.include_router(quotas.router, include_in_schema=False)  # a service's traffic quota (issue 32)

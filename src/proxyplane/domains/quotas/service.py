@@ -291,6 +291,17 @@ async def set_auto_topup(
     return usage_of(row, svc)
 
 
+def _bounds(period: str, row: ServiceQuota, svc: Service) -> tuple[datetime | None, datetime | None]:
+    """(period_start, resets_at) of a quota whose period kind the operator changed; its use so far stays:
+    a month runs from this calendar month's start to the next's, a term is the service's billing term,
+    "none" keeps its start and never resets."""
+    if period == "month":
+        return month_bounds(utcnow())
+    if period == "term":
+        return svc.current_period_start, None
+    return row.period_start, None
+
+
 async def set_plan(
     session: AsyncSession,
     svc: Service,
@@ -328,5 +339,6 @@ async def set_plan(
         quota_requests=row.quota_requests if quota_requests is None else quota_requests,
         period=row.period if period is None else period,
         gb_price_cents=row.gb_price_cents if gb_price_cents is None else gb_price_cents,
+        bounds=None if period in (None, row.period) else _bounds(period, row, svc),
     )
     return usage_of(row, svc)

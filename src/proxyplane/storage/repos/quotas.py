@@ -124,14 +124,18 @@ async def set_plan(
     quota_requests: int | None,
     period: str,
     gb_price_cents: int,
+    bounds: tuple[datetime | None, datetime | None] | None = None,
 ) -> None:
-    """The operator's change of a service's quota, period or per-GB rate (the caller validated it)."""
+    """The operator's change of a service's quota, period or per-GB rate (the caller validated it);
+    `bounds` (period_start, resets_at) when the period's kind changed."""
     row.quota_bytes, row.quota_requests, row.period, row.gb_price_cents = (
         quota_bytes,
         quota_requests,
         period,
         gb_price_cents,
     )
+    if bounds is not None:
+        row.period_start, row.resets_at = bounds
     _relevel(row)
     await session.flush()
 
