@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable  # noqa: E402
 from sqlalchemy import delete, insert, text, update  # noqa: E402
 
 from proxyplane.core.clock import utcnow  # noqa: E402
+from proxyplane.core.place_names import geo_key  # noqa: E402
 from proxyplane.domains.orders import quoting  # noqa: E402
 from proxyplane.domains.orders.places import place_segment, resolve  # noqa: E402
 from proxyplane.domains.pricing import Segment  # noqa: E402
@@ -73,6 +74,7 @@ async def main(url: str, size: int) -> None:
             await uow.session.execute(insert(IpGeo), [
                 {"address": a, "geo_source": "maxmind", "country": COUNTRY, "region": f"Region {j % 5} {tag}",
                  "region_code": str(j % 5), "city": f"City {j % 50} {tag}", "asn": None, "org": None,
+                 "city_key": geo_key(f"City {j % 50} {tag}"),
                  "overridden": False, "updated_at": utcnow()} for j, a in enumerate(part, start=i)])
         await uow.commit()
     cases: list[tuple[str, tuple[str, int] | Segment]] = [

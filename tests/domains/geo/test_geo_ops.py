@@ -56,6 +56,13 @@ async def test_import_locates_and_override_wins(platform, tmp_path, monkeypatch)
         assert rows[f"{base}.3"].city == "Vienna" and rows[f"{base}.3"].overridden  # the override stays
         assert rows[f"{base}.9"].city == "Nuremberg" and rows[f"{base}.9"].asn == 64497
         assert stock[f"{base}.3"] == "AT" and stock[f"{base}.4"] == "DE"  # the stock follows the override
+        # the city's geo key is stored with it (0042g: a quote for a city reads its rows by that key)
+        assert (rows[f"{base}.3"].city_key, rows[f"{base}.9"].city_key) == ("vienna", "nuremberg")
+        quoted = await run(platform, "quote_composite", product_kind="proxy_personal", period_months=1,
+                           segments=[{"country": "AT", "count": 1, "city": "VIENNA"},
+                                     {"country": "DE", "count": 1, "city": "nuremberg"}])
+        assert [s.available_ips for s in quoted.segments][0] == 1
+        assert quoted.segments[1].available_ips >= 6  # .8-.13 (other tests may hold Nuremberg stock too)
         with pytest.raises(Exception, match="geo_source|country"):
             await run(platform, "operator_geo_override", address=f"{base}.4", country="XX")
     finally:

@@ -91,26 +91,35 @@ def fits(row: Row, region: str | None, city: str | None) -> bool:
 async def resolve(
     session: AsyncSession, product_kind: str, geo_source: str, lines: Sequence[QuoteLine]
 ) -> dict[int, Placed]:
-    """Per placed line (by index): its filter and free IPs. One grouped read per country named."""
+    """Per placed line (by index): its filter and free IPs. A city: a read of that city's rows (ip_geo's
+    city_key index); a region, and a refusal's names of what the country has: one grouped read of the
+    country's places, per country named."""
     placed = [i for i, line in enumerate(lines) if is_placed(line)]
     if not placed:
         return {}
     if product_kind == IPV6_KIND:
         return await _resolve_subnets(session, geo_source, lines, placed)
-    by_country: dict[str, list[Row]] = {}
+    by_country: dict[str, list[Row]] = {}  # every place of a country (a region, or a refusal's names)
+
+    async def country_rows(country: str) -> list[Row]:
+        if country not in by_country:
+            by_country[country] = await ip_geo.place_counts(session, product_kind, geo_source, country)
+        return by_country[country]
+
     out: dict[int, Placed] = {}
     for i in placed:
         line = lines[i]
-        if line.country not in by_country:
-            by_country[line.country] = await ip_geo.place_counts(
-                session, product_kind, geo_source, line.country
-            )
-        rows = by_country[line.country]
+        if line.city is not None:  # the city's rows only (ip_geo's city_key index)
+            rows = await ip_geo.place_counts(session, product_kind, geo_source, line.country, line.city)
+        else:
+            rows = await country_rows(line.country)
         hits = [r for r in rows if fits(r, line.region, line.city)]
         regions = tuple(sorted({r[0] for r in hits if r[0]})) if line.region is not None else None
         cities = tuple(sorted({r[2] for r in hits if r[2]})) if line.city is not None else None
         place = PlaceFilter(geo_source, regions, cities)
-        out[i] = Placed(place, sum(r[3] for r in hits), _nearby(rows, line))
+        available = sum(r[3] for r in hits)
+        nearby = _nearby(await country_rows(line.country), line) if not available else ()
+        out[i] = Placed(place, available, nearby)
     return out
 
 
