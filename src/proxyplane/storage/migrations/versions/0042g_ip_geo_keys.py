@@ -6,7 +6,7 @@ segment's city are compared as), written by storage/repos/ip_geo.py with the nam
 keyed here in Python (the key drops accents: no portable SQL for it).
 
 Revision ID: 0042g
-Revises: 0041
+Revises: 0042r
 """
 
 from collections.abc import Sequence
@@ -17,7 +17,7 @@ from alembic import op
 from proxyplane.core.place_names import geo_key
 
 revision: str = "0042g"
-down_revision: str | Sequence[str] | None = "0041"
+down_revision: str | Sequence[str] | None = "0042r"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
