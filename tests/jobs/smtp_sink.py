@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
@@ -29,6 +30,7 @@ class Sink:
         self.messages: list[EmailMessage] = []
         self.refuse: dict[str, str] = {}  # address -> the server's answer, e.g. "550 5.1.1 no such user"
         self.lock = threading.Lock()
+        self.sessions: list[tuple[bool, bytes | None]] = []  # per accepted message: over TLS?, AUTH login
 
     async def handle_RCPT(  # noqa: N802 (aiosmtpd's hook name)
         self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]
@@ -43,6 +45,7 @@ class Sink:
         assert isinstance(msg, EmailMessage)
         with self.lock:
             self.messages.append(msg)
+            self.sessions.append((session.ssl is not None, getattr(session, "login_data", None)))
         return "250 2.0.0 queued"
 
     def to(self, address: str) -> list[EmailMessage]:
@@ -93,3 +96,81 @@ def link(msg: EmailMessage, path: str) -> str:
     url = found.pop()
     assert url in html
     return url
+
+
+def self_signed(host: str, directory: Path) -> tuple[Path, Path]:
+    """A certificate for the IP address `host` (its own CA) and its key, as PEM files in `directory`."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"test relay {host}")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "relay.pem", directory / "relay.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@contextmanager
+def starttls_sink(
+    directory: Path, login: str, password: str, host: str = "127.0.0.36"
+) -> Iterator[tuple[Sink, int, Path]]:
+    """(the sink, its port, the CA file to trust) of a relay that requires STARTTLS, then AUTH with
+    `login` / `password` (aiosmtpd's own: plain text is refused before TLS)."""
+    import ssl
+
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    cert, key = self_signed(host, directory)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        ok = (
+            isinstance(data, LoginPassword)
+            and data.login == login.encode()
+            and data.password == password.encode()
+        )
+        return AuthResult(success=ok, handled=False, auth_data=data if ok else None)  # aiosmtpd answers
+
+    sink = Sink()
+    port = free_port(host)
+    controller = Controller(
+        sink,
+        hostname=host,
+        port=port,
+        tls_context=context,
+        require_starttls=True,
+        authenticator=authenticator,
+        auth_required=True,
+        auth_require_tls=True,
+    )
+    controller.start()
+    try:
+        yield sink, port, cert
+    finally:
+        controller.stop()

@@ -6,6 +6,7 @@ outbox."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
 from proxyplane.storage.models.mail import EmailMessage
 from tests.jobs.mail_support import deliver, mailing
-from tests.jobs.smtp_sink import free_port, link, parts, smtp_sink
+from tests.jobs.smtp_sink import free_port, link, parts, smtp_sink, starttls_sink
 from tests.support import Account, bearer, make_account
 
 pytestmark = pytest.mark.anyio
@@ -60,6 +61,7 @@ def test_smtp_urls() -> None:
         3,
     )
     assert parse_smtp_url("smtps://u:p@127.0.0.1:2465").implicit_tls
+    assert parse_smtp_url("smtp+starttls://127.0.0.1?ca=/etc/relay-ca.pem").ca_file == "/etc/relay-ca.pem"
     with pytest.raises(ValueError):
         parse_smtp_url("http://127.0.0.1")
 
@@ -224,3 +226,31 @@ async def test_new_address_sign_in_and_quota_events_are_mailed_once(platform: Pl
     assert subjects[0] == EVENT_TYPES["service.quota_80"].rstrip(".")
     assert subjects[1] == "New sign-in to your ProxyPlane account from 127.0.0.52"
     assert len(subjects) == 2
+
+
+async def test_starttls_and_auth_through_a_relay_that_requires_them(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """smtp+starttls://user:pass@host:port?ca=FILE against aiosmtpd requiring STARTTLS then AUTH: the
+    message goes over TLS (the certificate verified against the given CA, host name included) with the
+    percent-decoded login; a wrong password is the relay's fault, not the message's: it stays pending (the
+    server's answer kept) and goes out once the credentials are right."""
+    account = await make_account(platform)
+    await account.key(name="over tls")
+    with starttls_sink(tmp_path, "mailer@pp.test", "p:ss word") as (sink, port, ca):
+        wrong = mailing(platform, f"smtp+starttls://mailer%40pp.test:nope@127.0.0.36:{port}?ca={ca}")
+        await deliver(wrong, passes=1)
+        [row] = await _outbox(platform, account.email)
+        assert row.status == "pending" and row.attempts == 1 and (row.last_error or "").startswith("535")
+        untrusted = mailing(platform, f"smtp+starttls://mailer%40pp.test:p%3Ass%20word@127.0.0.36:{port}")
+        await asyncio.sleep(0.3)  # past the retry backoff
+        await deliver(untrusted, passes=1)  # the system's CAs do not know the relay: not sent
+        [row] = await _outbox(platform, account.email)
+        assert row.status == "pending" and "certificate" in (row.last_error or "").lower()
+        assert sink.to(account.email) == []
+        right = mailing(platform, f"smtp+starttls://mailer%40pp.test:p%3Ass%20word@127.0.0.36:{port}?ca={ca}")
+        await asyncio.sleep(0.3)
+        await deliver(right)
+        assert len(sink.to(account.email)) == 1 and sink.sessions[-1] == (True, b"mailer@pp.test")
+    [row] = await _outbox(platform, account.email)
+    assert row.status == "sent" and row.attempts == 3

@@ -4,10 +4,13 @@
     smtp+starttls://user:pass@host[:587]  STARTTLS required before AUTH
     smtps://user:pass@host[:465]       implicit TLS
 
-User and password are percent-decoded. `?timeout=` (seconds) overrides PROXYPLANE_SMTP_TIMEOUT_SECONDS."""
+User and password are percent-decoded. `?timeout=` (seconds) overrides PROXYPLANE_SMTP_TIMEOUT_SECONDS;
+`?ca=/path/ca.pem` trusts that CA for the server's certificate (a private relay) besides the system's.
+The certificate is always verified, host name included."""
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage as MimeMessage
 from email.utils import formatdate
@@ -29,6 +32,7 @@ class SmtpTarget:
     username: str | None
     password: str | None
     timeout: float
+    ca_file: str | None = None
 
 
 def parse_smtp_url(url: str, timeout: float = 30.0) -> SmtpTarget:
@@ -48,6 +52,7 @@ def parse_smtp_url(url: str, timeout: float = 30.0) -> SmtpTarget:
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password else None,
         timeout=float(query["timeout"][0]) if "timeout" in query else timeout,
+        ca_file=query["ca"][0] if "ca" in query else None,
     )
 
 
@@ -91,6 +96,7 @@ class SmtpConnection:
                 username=t.username,
                 password=t.password,
                 timeout=t.timeout,
+                cert_bundle=t.ca_file,
             )
             await client.connect()
             self.client = client
@@ -100,8 +106,14 @@ class SmtpConnection:
         try:
             client = await self._connected()
             refused, answer = await client.send_message(msg)
+        except ssl.SSLError as exc:  # the relay's certificate (a ValueError too): the relay's fault, retried
+            await self.close()
+            return Sent(ok=False, answer=f"{type(exc).__name__}: {exc}"[:1000])
         except ValueError as exc:  # an address aiosmtplib will not put on the wire: never sendable
             return Sent(ok=False, permanent=True, answer=f"not sent: {exc}"[:1000])
+        except aiosmtplib.SMTPAuthenticationError as exc:  # the relay's credentials, not this message
+            await self.close()
+            return Sent(ok=False, answer=f"{exc.code} {exc.message}"[:1000])
         except aiosmtplib.SMTPRecipientsRefused as exc:
             first = exc.recipients[0] if exc.recipients else None
             code = first.code if first is not None else 550
