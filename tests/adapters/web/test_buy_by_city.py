@@ -5,15 +5,22 @@ places only (the service's segments name them), a pick in another country kept w
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import delete, update
 
+from proxyplane.core.clock import utcnow
 from proxyplane.platform import Platform
+from proxyplane.storage.models import IpGeo
+from proxyplane.storage.models.prefixes import StockPrefix
+from tests.adapters.rest.test_ipv6_by_city import prefix
 from tests.adapters.web.helpers import post_form
 from tests.adapters.web.place_stock import COUNTRY, KIND, Placed, add_placed_stock, remove_placed_stock
 from tests.adapters.web.test_buy_and_services import buyer
+from tests.domains.operators.helpers import run
 from tests.support import bearer
 
 pytestmark = pytest.mark.anyio
@@ -75,3 +82,29 @@ async def _run(client: httpx.AsyncClient, placed: Placed) -> None:
         {"country": COUNTRY, "count": 1, "region": f"saxony{tag}", "city": None}], key=str)
     after = await client.get(f"/buy?product_kind={KIND}&place_country={COUNTRY}")
     assert available(after.text, alpha) == 4  # dedicated: two of Alpha's six are sold
+
+
+async def test_buy_page_lists_ipv6_places(client: httpx.AsyncClient, platform: Platform) -> None:
+    """proxy_ipv6: the places are the prefixes' (list_cities: free /64s of the prefixes placed there)."""
+    tag = uuid.uuid4().hex[:6]
+    north = await prefix(platform)  # a /56 on sale in IS: 256 /64s
+    try:
+        await run(platform, "operator_geo_override", address=north, region=f"North {tag}",
+                  city=f"Akureyri {tag}")
+        await buyer(client, platform, 0)
+        page = await client.get("/buy?product_kind=proxy_ipv6&place_country=IS")
+        assert page.status_code == 200, page.text
+        field = f"p_IS_north{tag}_akureyri{tag}"
+        assert available(page.text, field) == 256 and available(page.text, f"p_IS_north{tag}_") == 256
+        panel = await client.get(f"/buy/quote?product_kind=proxy_ipv6&period_months=1&{field}=2")
+        rest = await client.post("/api/v1/billing/composite/quote", json={
+            "product_kind": "proxy_ipv6", "period_months": 1, "segments": [
+                {"country": "IS", "count": 2, "region": f"north{tag}", "city": f"akureyri{tag}"}]})
+        total = rest.json()["total_cents"]
+        assert rest.json()["errors"] == [] and f"${total // 100:,}.{total % 100:02d}" in panel.text
+    finally:
+        async with platform.db.unit_of_work() as uow:
+            await uow.session.execute(delete(IpGeo).where(IpGeo.address == north))
+            await uow.session.execute(update(StockPrefix).where(StockPrefix.prefix == north)
+                                      .values(retired_at=utcnow()))
+            await uow.commit()
