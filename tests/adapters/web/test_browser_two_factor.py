@@ -1,6 +1,7 @@
 """Issue 34 in a real browser: sign up -> confirm the address from the emailed link -> turn on two-factor
 sign-in (QR code, first code, 10 recovery codes) -> sign in with a code -> sign in with a recovery code
-(used once); forgot password -> reset link -> the other browser is signed out, the link works once."""
+(used once); forgot password -> reset link -> the other browser is signed out (and gone from the Security
+page's list of signed-in browsers, which stacks on a 390 px phone), the link works once."""
 
 from __future__ import annotations
 
@@ -100,5 +101,11 @@ def test_forgot_password_reset_ends_other_sessions(browser: Any, base_url: str, 
     page.fill("input[name=password]", "a new browser password")
     page.click("button:has-text('Sign in')")
     page.wait_for_url(f"{base_url}/overview")
+    page.goto(f"{base_url}/security")  # the signed-in browsers: this one only, the other one ended
+    rows = page.locator("#sessions tbody tr")
+    assert rows.count() == 1 and "this browser" in rows.first.inner_text()
+    page.set_viewport_size({"width": 390, "height": 900})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    page.screenshot(path=str(shots / "sessions-after-reset-phone.png"), full_page=True)
     context.close()
     other.close()
