@@ -18,6 +18,7 @@ def install_console(app: FastAPI) -> None:
         outbox,
         pages,
         quotas,
+        resellers,
         signin,
         upstreams,
         view_as,
@@ -34,3 +35,4 @@ def install_console(app: FastAPI) -> None:
     app.include_router(view_as.router, include_in_schema=False)  # the customer's dashboard, read-only
     app.include_router(upstreams.router, include_in_schema=False)  # upstream pools, margin (issue 36.4)
     app.include_router(quotas.router, include_in_schema=False)  # a service's traffic quota (issue 32)
+    app.include_router(resellers.router, include_in_schema=False)  # resellers' wallets (issue 33.4)

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from proxyplane.core.errors import AlreadyApplied, DomainError, ValidationFailed
 from proxyplane.core.security import sign, verify_signature
 from proxyplane.domains.operators.auth import OperatorPrincipal, by_session
-from proxyplane.domains.operators.roles import allowed
+from proxyplane.domains.operators.roles import RESELLER, allowed
 from proxyplane.operations import REGISTRY
 from proxyplane.ops import Caller, invoke
 from proxyplane.platform import Platform
@@ -54,6 +54,17 @@ def money(cents: int | None) -> str:
     return f"{sign_}${cents // 100:,}.{cents % 100:02d}"
 
 
+# the pages' links and forms name staff permissions; for a reseller, its own stand for them: the same pages
+# over its own customers (each operation checks the binding: domains/operators/resellers.py)
+RESELLER_SEES = {
+    "customers.read": "reseller.customers",
+    "customers.write": "reseller.customers",
+    "customers.email": "reseller.customers",
+    "services.suspend": "reseller.customers",
+    "wallet.credit": "reseller.credit",
+    "tickets.read": "reseller.tickets",
+    "tickets.write": "reseller.tickets",
+}
 env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 env.filters["money"] = money
 env.filters["when"] = lambda v: (v or "")[:16].replace("T", " ")
@@ -165,7 +176,12 @@ def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HT
         request=request,
         csrf=csrf,
         who=who if who is not None and who.stage == "full" else None,
-        can=(lambda p: who is not None and allowed(who.role, p)),
+        can=(
+            lambda p: (
+                who is not None and (allowed(who.role, p) or allowed(who.role, RESELLER_SEES.get(p, "")))
+            )
+        ),
+        reseller=who is not None and who.role == RESELLER,
         path=request.url.path,
         flash=request.query_params.get("done", "")[:200],
         form_token=uuid.uuid4().hex,

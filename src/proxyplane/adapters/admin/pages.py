@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxyplane.adapters.admin.base import ConsoleRoute, call, form, redirect, render, signed_in
+from proxyplane.domains.operators.roles import RESELLER
 
 router = APIRouter(route_class=ConsoleRoute)
 ACTIONS = {
@@ -26,7 +27,9 @@ AUDIT_FIELDS = ("actor", "action", "target", "outcome", "since", "until")
 
 @router.get("/admin")
 async def overview(request: Request) -> Response:
-    await signed_in(request)
+    who = await signed_in(request)
+    if who.role == RESELLER:  # a reseller's home: its wallet (it has no overview)
+        return redirect("/admin/reseller")
     data = await call(request, "operator_overview", {})
     peak = max([d["cents"] for d in data["revenue_by_day"]] + [1])
     return render(request, "overview.html", o=data, peak=peak)
@@ -91,9 +94,11 @@ async def tickets(request: Request) -> Response:
 
 @router.get("/admin/tickets/{ticket_id}")
 async def ticket(request: Request, ticket_id: uuid.UUID) -> Response:
-    await signed_in(request)
+    who = await signed_in(request)
     ref = {"ticket_id": str(ticket_id)}
     shown = await call(request, "operator_ticket_show", ref)
+    if who.role == RESELLER:  # the team's assignment and internal notes are the provider's
+        return render(request, "ticket.html", t=shown, desk=None)
     return render(request, "ticket.html", t=shown, desk=await call(request, "operator_ticket_desk", ref))
 
 

@@ -116,7 +116,12 @@ _op = operator_op
 
 OWN = "reseller.customers"  # a reseller: its own customers only (domains/operators/resellers.py)
 CREATE_CUSTOMER = _op(
-    "create_customer", create_customer, NewCustomer, permission="customers.write", reseller=OWN
+    "create_customer",
+    create_customer,
+    NewCustomer,
+    permission="customers.write",
+    doors=OPERATOR_DOORS,
+    reseller=OWN,
 )
 SHOW_CUSTOMER = _op(
     "show_customer",

@@ -120,9 +120,9 @@ async def wallet(ctx: Context, data: WalletRef) -> dict[str, Any]:
 
 R = Effect.READ
 CREATE = operator_op("reseller_create", create, NewReseller, permission=MANAGE, doors=API)
-LIST = operator_op("reseller_list", listing, NoInput, R, permission="resellers.read", doors=API)
+LIST = operator_op("reseller_list", listing, NoInput, R, permission="resellers.read", doors=OPERATOR_DOORS)
 DISCOUNT = operator_op("reseller_set_discount", set_discount, DiscountChange, permission=MANAGE, doors=API)
-CREDIT = operator_op("reseller_credit", credit, ResellerMove, permission=MANAGE, doors=API)
+CREDIT = operator_op("reseller_credit", credit, ResellerMove, permission=MANAGE, doors=OPERATOR_DOORS)
 DEBIT = operator_op("reseller_debit", debit, ResellerMove, permission=MANAGE, doors=API)
 WALLET = operator_op(
     "reseller_wallet",
@@ -130,7 +130,7 @@ WALLET = operator_op(
     WalletRef,
     R,
     permission="resellers.read",
-    doors=API,
+    doors=OPERATOR_DOORS,
     reseller="reseller.wallet",
 )
 register(CREATE, LIST, DISCOUNT, CREDIT, DEBIT, WALLET)
