@@ -99,13 +99,10 @@ def writes_models(path: Path) -> bool:
 
 _NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
 STORAGE_WRITES = {
-    "domains/invoices/service.py": "invoices and their items: " + _NOT_MOVED,
-    "domains/ips/service.py": "stock_ips and service_ips of added/refreshed IPs: " + _NOT_MOVED,
     "domains/proxy/service.py": "whitelists and sticky sessions: " + _NOT_MOVED,
     "domains/stock/operator_ops.py": "the operator's stock edits: " + _NOT_MOVED,
     "domains/stock/seed.py": "the demo stock's rows: " + _NOT_MOVED,
     "domains/stock/seed_ipv6.py": "the demo IPv6 prefixes: " + _NOT_MOVED,
-    "domains/stock/service.py": "stock releases (the allocation: storage/repos/stock.py)",
     "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
 }

@@ -14,9 +14,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -35,7 +34,7 @@ from proxyplane.domains.pricing import Quote, QuoteLine
 from proxyplane.storage import paging
 from proxyplane.storage.models import Customer, Deposit, LedgerEntry, Service
 from proxyplane.storage.models.billing import Invoice, InvoiceCreditNote, InvoiceItem
-from proxyplane.storage.models.billing_details import CustomerBillingDetails
+from proxyplane.storage.repos import invoices as invoice_rows
 
 KINDS = ("order", "renewal", "add_ips", "addon", "refresh", "deposit", "catalog", "traffic")
 # invoice status -> the legacy API's wording
@@ -64,12 +63,6 @@ def credit_note_number(note_id: int) -> str:
     return f"CN-{note_id:06d}"
 
 
-def _billing_copy(customer_id: int, column: Any) -> Any:
-    """The customer's billing field as of the INSERT ("" when none entered)."""
-    value = select(column).where(CustomerBillingDetails.customer_id == customer_id).scalar_subquery()
-    return func.coalesce(value, "")
-
-
 async def record_charge(
     session: AsyncSession,
     customer_id: int,
@@ -88,39 +81,30 @@ async def record_charge(
     if kind not in KINDS:
         raise ValueError(f"unknown invoice kind {kind!r}")
     now = now or utcnow()
-    invoice = Invoice(
-        customer_id=customer_id,
-        # a legal document keeps the details it was issued with: copied inside the INSERT (no extra read)
-        billing_company=_billing_copy(customer_id, CustomerBillingDetails.company),
-        billing_address=_billing_copy(customer_id, CustomerBillingDetails.address),
-        billing_vat_id=_billing_copy(customer_id, CustomerBillingDetails.vat_id),
-        service_id=service_id,
-        kind=kind,
-        description=description[:500],
-        status=status,
-        total_cents=sum(line.amount_cents for line in lines),
-        refunded_cents=0,
-        payment_method=payment_method,
-        deposit_id=deposit_id,
-        created_at=now,
-        paid_at=now if status == "paid" else None,
-    )
-    session.add(invoice)
-    await session.flush()
-    if lines:  # one executemany, whatever the line count
-        await session.execute(
-            insert(InvoiceItem),
-            [
-                {
-                    "invoice_id": invoice.id,
-                    "description": line.description[:300],
-                    "quantity": line.quantity,
-                    "unit_price_cents": line.unit_price_cents,
-                    "amount_cents": line.amount_cents,
-                }
-                for line in lines
-            ],
-        )
+    values = {
+        "customer_id": customer_id,
+        "service_id": service_id,
+        "kind": kind,
+        "description": description[:500],
+        "status": status,
+        "total_cents": sum(line.amount_cents for line in lines),
+        "refunded_cents": 0,
+        "payment_method": payment_method,
+        "deposit_id": deposit_id,
+        "created_at": now,
+        "paid_at": now if status == "paid" else None,
+    }
+    rows = [
+        {
+            "description": line.description[:300],
+            "quantity": line.quantity,
+            "unit_price_cents": line.unit_price_cents,
+            "amount_cents": line.amount_cents,
+        }
+        for line in lines
+    ]
+    # the billing details are copied inside the INSERT (storage/repos/invoices.add_invoice)
+    invoice = await invoice_rows.add_invoice(session, values, rows)
     for entry in ledger_entries:
         if entry is not None:
             entry.invoice_id = str(invoice.id)
@@ -164,11 +148,7 @@ async def record_refund(
         take = min(room, left)
         if take <= 0:
             continue
-        note = InvoiceCreditNote(
-            invoice_id=inv.id, description=description[:300], amount_cents=take, created_at=now
-        )
-        session.add(note)
-        notes.append(note)
+        notes.append(invoice_rows.add_credit_note(session, inv.id, description[:300], take, now))
         inv.refunded_cents += take
         inv.status = "refunded" if inv.refunded_cents >= inv.total_cents else "partially_refunded"
         left -= take

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -35,7 +35,9 @@ from proxyplane.domains.wallet import service as wallet
 from proxyplane.storage.models import Service, ServiceIp, StockIp
 from proxyplane.storage.models.billing import ServiceRefresh
 from proxyplane.storage.models.prefixes import IPV6_KIND
+from proxyplane.storage.repos import refreshes as refresh_rows
 from proxyplane.storage.repos import services as service_rows
+from proxyplane.storage.repos import stock as stock_rows
 
 
 def _country_col(geo_source: str):  # type: ignore[no-untyped-def]
@@ -103,17 +105,6 @@ async def allocate(
         sorted(segments),
         exclude=held,
     )
-
-
-async def release_rows(session: AsyncSession, rows: Sequence[ServiceIp], now: datetime) -> None:
-    for row in rows:
-        row.released_at = now
-        await session.execute(
-            update(StockIp)
-            .where(StockIp.id == row.ip_id, StockIp.assigned_count > 0)
-            .values(assigned_count=StockIp.assigned_count - 1)
-        )
-    await session.flush()
 
 
 # --- add IPs --------------------------------------------------------------------------------------
@@ -350,17 +341,10 @@ async def refresh(
             missing_scopes=["wallet:spend"],
             price_cents=charge,
         )
-    record = ServiceRefresh(
-        service_id=svc.service_id,
-        kind="free" if status.free else "paid",
-        free_window=status.window if status.free else None,
-        replaced=[],
-        charged_cents=charge,
-        created_at=now,
-    )
-    session.add(record)
     try:
-        await session.flush()
+        record = await refresh_rows.add_refresh(
+            session, svc.service_id, status.free, status.window if status.free else None, charge, now
+        )
     except IntegrityError:
         raise Conflict("another refresh of this service used the free refresh; retry") from None
     counts = Counter(row.country for row in old)
@@ -369,7 +353,7 @@ async def refresh(
     if svc.product_kind == IPV6_KIND:  # old subnets go back to the prefix (reused before its cursor moves)
         await subnets.release(session, svc.service_id, {o.address for o in old})
     else:
-        await release_rows(session, old, now)
+        await stock_rows.release_rows(session, old, now)
     pool: dict[str, list[Allocated]] = {}
     for row in new_rows:
         pool.setdefault(row.country, []).append(row)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -33,11 +33,11 @@ from proxyplane.domains.stock.allocate import (
 )
 from proxyplane.domains.stock.countries import normalize_country
 from proxyplane.domains.stock.free_counts import free_counts
-from proxyplane.storage.models import ServiceIp, StockIp
+from proxyplane.storage.models import StockIp
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.stock import GEO_SOURCES, POOL_KINDS
 from proxyplane.storage.repos import savepoints
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import stock as stock_rows
 
 SOLD_KINDS: tuple[str, ...] = (*POOL_KINDS, IPV6_KIND)  # sold per IP, or per subnet (IPv6, issue 16)
 
@@ -164,19 +164,7 @@ async def release(session: AsyncSession, service_id: uuid.UUID, product_kind: st
         return await subnets.release(session, service_id)
     if product_kind is None:
         await subnets.release(session, service_id)
-    live = select(ServiceIp.ip_id).where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
-    await session.execute(
-        update(StockIp)
-        .where(StockIp.id.in_(live.scalar_subquery()), StockIp.assigned_count > 0)
-        .values(assigned_count=StockIp.assigned_count - 1)
-        .execution_options(synchronize_session=False)
-    )
-    freed = await session.execute(
-        update(ServiceIp)
-        .where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
-        .values(released_at=utcnow())
-    )
-    return rowcount(freed)
+    return await stock_rows.release_service(session, service_id, utcnow())
 
 
 # --- operator: import, add a range, retire ------------------------------------------------------
@@ -247,24 +235,12 @@ async def add_ips(
         ).scalar_one_or_none()
         if existing is not None:
             if reactivate and existing.retired_at is not None and existing.assigned_count == 0:
-                existing.retired_at = None
-                existing.product_kind, existing.capacity, existing.port = product_kind, cap, port
-                existing.country_maxmind, existing.country_ripe = mm, ripe
+                stock_rows.reactivate(existing, product_kind, mm, ripe, cap, port)
                 added += 1
             else:
                 skipped += 1
             continue
-        session.add(
-            StockIp(
-                address=address,
-                product_kind=product_kind,
-                country_maxmind=mm,
-                country_ripe=ripe,
-                capacity=cap,
-                assigned_count=0,
-                port=port,
-            )
-        )
+        stock_rows.add_stock_ip(session, address, product_kind, mm, ripe, cap, port)
         added += 1
     await session.flush()
     return added, skipped
@@ -275,12 +251,7 @@ async def retire_ips(session: AsyncSession, addresses: Iterable[str]) -> int:
     wanted = [parse_ipv4(a) for a in addresses]
     if not wanted:
         return 0
-    result = await session.execute(
-        update(StockIp)
-        .where(StockIp.address.in_(wanted), StockIp.retired_at.is_(None))
-        .values(retired_at=utcnow())
-    )
-    return rowcount(result)
+    return await stock_rows.retire_addresses(session, wanted, utcnow())
 
 
 async def pool_summary(session: AsyncSession) -> list[dict[str, object]]:

@@ -1,5 +1,6 @@
-"""The allocation's writes of `stock_ips` (the slot counter) and `service_ips` (issue 31: moved from
-domains/stock/allocate.py, which keeps the order of business).
+"""The writer of `stock_ips` (the slot counter, the operator's rows) and `service_ips` (issue 31): the
+allocation (moved from domains/stock/allocate.py, which keeps the order of business), the releases
+(domains/stock/service.release, a refresh's released rows) and the operator's adds and retirements.
 
 One statement takes every IP of an order, whatever its size: per (country, count), the least-shared IPs
 that still have a free slot are picked and incremented in ONE `UPDATE stock_ips ... WHERE id IN (<one LIMIT
@@ -19,12 +20,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, Uuid, bindparam, insert, text
+from sqlalchemy import Table, Uuid, bindparam, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.storage.driver import DriverStatement
 from proxyplane.storage.engine_choice import is_postgres, lean
-from proxyplane.storage.models import ServiceIp
+from proxyplane.storage.models import ServiceIp, StockIp
+from proxyplane.storage.rowcount import rowcount
 from proxyplane.storage.types import UTCDateTime
 
 
@@ -202,3 +204,85 @@ def _driver_statement(sql: str) -> DriverStatement:
             bound = bound.bindparams(bindparam("sid", type_=Uuid()), bindparam("now", type_=UTCDateTime()))
         stmt = _STATEMENTS[sql] = DriverStatement(bound)
     return stmt
+
+
+# --- release, add, retire -------------------------------------------------------------------------
+
+
+async def release_service(session: AsyncSession, service_id: uuid.UUID, now: datetime) -> int:
+    """Free every live IP of a service (idempotent) in two statements: the slot counters, then its
+    service_ips rows released at `now`; how many rows were released."""
+    live = select(ServiceIp.ip_id).where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
+    await session.execute(
+        update(StockIp)
+        .where(StockIp.id.in_(live.scalar_subquery()), StockIp.assigned_count > 0)
+        .values(assigned_count=StockIp.assigned_count - 1)
+        .execution_options(synchronize_session=False)
+    )
+    freed = await session.execute(
+        update(ServiceIp)
+        .where(ServiceIp.service_id == service_id, ServiceIp.released_at.is_(None))
+        .values(released_at=now)
+    )
+    return rowcount(freed)
+
+
+async def release_rows(session: AsyncSession, rows: Sequence[ServiceIp], now: datetime) -> None:
+    """Release these loaded service_ips rows (a refresh's replaced IPs) at `now`, one slot counter each;
+    flushed."""
+    for row in rows:
+        row.released_at = now
+        await session.execute(
+            update(StockIp)
+            .where(StockIp.id == row.ip_id, StockIp.assigned_count > 0)
+            .values(assigned_count=StockIp.assigned_count - 1)
+        )
+    await session.flush()
+
+
+def add_stock_ip(
+    session: AsyncSession,
+    address: str,
+    product_kind: str,
+    country_maxmind: str,
+    country_ripe: str,
+    capacity: int,
+    port: int | None,
+) -> None:
+    """A new IP on sale, added to the session (flushed with the caller's next flush)."""
+    session.add(
+        StockIp(
+            address=address,
+            product_kind=product_kind,
+            country_maxmind=country_maxmind,
+            country_ripe=country_ripe,
+            capacity=capacity,
+            assigned_count=0,
+            port=port,
+        )
+    )
+
+
+def reactivate(
+    row: StockIp,
+    product_kind: str,
+    country_maxmind: str,
+    country_ripe: str,
+    capacity: int,
+    port: int | None,
+) -> None:
+    """A retired IP (loaded, held by no service) on sale again in `product_kind`'s pool."""
+    row.retired_at = None
+    row.product_kind, row.capacity, row.port = product_kind, capacity, port
+    row.country_maxmind, row.country_ripe = country_maxmind, country_ripe
+
+
+async def retire_addresses(session: AsyncSession, addresses: Sequence[str], now: datetime) -> int:
+    """Stop selling these IPs (retired at `now`; services holding them keep them); how many were still on
+    sale."""
+    result = await session.execute(
+        update(StockIp)
+        .where(StockIp.address.in_(addresses), StockIp.retired_at.is_(None))
+        .values(retired_at=now)
+    )
+    return rowcount(result)
