@@ -12,9 +12,9 @@ import hashlib
 import ipaddress
 import random
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from proxyplane.core.clock import utcnow
@@ -24,12 +24,12 @@ from proxyplane.core.security import SecretBox
 from proxyplane.domains.addons import service as addons
 from proxyplane.domains.services import service as services
 from proxyplane.domains.stock import subnets
-from proxyplane.storage.models import Service, ServiceWhitelist, StockIp
+from proxyplane.storage.models import Service, StockIp
 from proxyplane.storage.models.gateway import PURGE_SID, SUPPLIER_MARK, ProxySettings, StickySession
 from proxyplane.storage.models.prefixes import IPV6_KIND
 from proxyplane.storage.models.subusers import ServiceSubuser, SubuserWhitelist
-from proxyplane.storage.repos import ip_geo
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import ip_geo, proxy_settings, sticky_sessions
+from proxyplane.storage.repos import services as service_rows
 
 API_WRITER = "api"
 TTL_MINUTES = (1, 2, 3, 5, 10, 15)  # the legacy door's choices (and the dashboard's first ones)
@@ -62,15 +62,7 @@ def require_rotating(svc: Service) -> None:
 async def settings_row(session: AsyncSession, svc: Service) -> ProxySettings:
     row = await session.get(ProxySettings, svc.service_id)
     if row is None:
-        row = ProxySettings(
-            service_id=svc.service_id,
-            session_mode="rotating",
-            pin=None,
-            sticky_ttl_seconds=600,
-            rotation_key_hash=None,
-        )
-        session.add(row)
-        await session.flush()
+        row = await proxy_settings.add_settings(session, svc.service_id)
     return row
 
 
@@ -196,19 +188,14 @@ async def whitelist_add(session: AsyncSession, svc: Service, ip: str) -> None:
             "or buy the extra whitelist slots add-on",
             limit=limit,
         )
-    session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
+    service_rows.add_whitelist_ip(session, svc.service_id, ip)
     touch(svc)
     await session.flush()
 
 
 async def whitelist_remove(session: AsyncSession, svc: Service, ip: str) -> None:
     ip = parse_ipv4(ip, "ip_or_cidr")
-    gone = await session.execute(
-        delete(ServiceWhitelist).where(
-            ServiceWhitelist.service_id == svc.service_id, ServiceWhitelist.ip == ip
-        )
-    )
-    if rowcount(gone):
+    if await service_rows.remove_whitelist_ip(session, svc.service_id, ip):
         touch(svc)
         await session.flush()
 
@@ -353,31 +340,8 @@ async def purge_sessions(session: AsyncSession, svc: Service, subuser_pk: int | 
     now = utcnow()
     whole = subuser_pk is None
     ended = len(await live_sessions(session, svc, now, subuser_pk, every=whole))
-    query = update(StickySession).where(
-        StickySession.service_id == svc.service_id,
-        StickySession.ended.is_(False),
-        StickySession.sid != PURGE_SID,
-    )
-    if not whole:
-        query = query.where(StickySession.sid.startswith(f"{subuser_pk}:"))
-    await session.execute(query.values(ended=True, writer=API_WRITER, updated_at=now))
+    prefix = None if whole else f"{subuser_pk}:"
+    await sticky_sessions.end_sessions(session, svc.service_id, prefix, API_WRITER, now)
     marker_sid = stored_sid(PURGE_SID, subuser_pk)
-    marker = await session.get(StickySession, (svc.service_id, marker_sid))
-    if marker is None:
-        session.add(
-            StickySession(
-                service_id=svc.service_id,
-                sid=marker_sid,
-                exit_ip="",
-                started_at=now,
-                expires_at=now + timedelta(hours=1),
-                ended=True,
-                writer=API_WRITER,
-                updated_at=now,
-            )
-        )
-    else:
-        marker.started_at, marker.expires_at = now, now + timedelta(hours=1)
-        marker.ended, marker.writer, marker.updated_at = True, API_WRITER, now
-    await session.flush()
+    await sticky_sessions.put_purge_marker(session, svc.service_id, marker_sid, API_WRITER, now)
     return ended

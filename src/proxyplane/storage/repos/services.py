@@ -1,4 +1,5 @@
-"""An order's writes of `services` and `service_whitelist` (issue 31: moved from domains/orders/rows.py).
+"""An order's writes of `services` and `service_whitelist` (issue 31: moved from domains/orders/rows.py),
+and the whitelist's single adds and removals (domains/proxy/service.py).
 
 The service row never enters the ORM session: the order's Service object stays transient (the result's
 view of the row, read by the response), so the commit has nothing to walk; what changes the row later in
@@ -137,6 +138,20 @@ async def add_service(session: AsyncSession, svc: Service, whitelist: Sequence[s
     for ip in dict.fromkeys(whitelist):
         session.add(ServiceWhitelist(service_id=svc.service_id, ip=ip))
     await session.flush()
+
+
+def add_whitelist_ip(session: AsyncSession, service_id: uuid.UUID, ip: str) -> None:
+    """One address on the service's whitelist, added to the session (flushed with the caller's next
+    flush, with the change marker the caller sets)."""
+    session.add(ServiceWhitelist(service_id=service_id, ip=ip))
+
+
+async def remove_whitelist_ip(session: AsyncSession, service_id: uuid.UUID, ip: str) -> bool:
+    """The address off the service's whitelist: whether it was there."""
+    gone = await session.execute(
+        delete(ServiceWhitelist).where(ServiceWhitelist.service_id == service_id, ServiceWhitelist.ip == ip)
+    )
+    return rowcount(gone) > 0
 
 
 async def drop_whitelist(
