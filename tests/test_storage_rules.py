@@ -99,10 +99,6 @@ def writes_models(path: Path) -> bool:
 
 _NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
 STORAGE_WRITES = {
-    "domains/stock/operator_ops.py": "the operator's stock edits: " + _NOT_MOVED,
-    "domains/stock/seed.py": "the demo stock's rows: " + _NOT_MOVED,
-    "domains/stock/seed_ipv6.py": "the demo IPv6 prefixes: " + _NOT_MOVED,
-    "domains/stock/subnets.py": "IPv6 prefixes and service subnets: " + _NOT_MOVED,
     "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
 }
 STORAGE_SQL = {

@@ -28,6 +28,7 @@ from proxyplane.domains.stock.seed import seed_demo
 from proxyplane.domains.upstreams import service as upstreams
 from proxyplane.ops import OPERATOR, OPERATOR_DOORS, Context, Effect, operator_op, register
 from proxyplane.storage.models import CatalogProduct
+from proxyplane.storage.repos import catalog
 
 Pool = Literal["proxy_datacenter", "proxy_isp", "proxy_personal"]
 ImportProgress = Callable[[int, int], None]  # (rows handled since the last call, total rows)
@@ -170,18 +171,19 @@ async def product_add(ctx: Context, data: NewProduct) -> dict[str, Any]:
     quotas.validate_config(data.config)  # quota fields, period, per-GB rate (issue 32): 422 naming the field
     if data.config.get("upstream_pool"):  # a pool with a supplier (issue 36.4): 422 naming it otherwise
         await upstreams.check_product_pool(ctx.session, data.kind, str(data.config["upstream_pool"]))
-    p = CatalogProduct(
-        name=data.name,
-        kind=data.kind,
-        price_cents=data.price_cents,
-        period_months=data.period_months,
-        description=data.description,
-        config=data.config,
-        parameters_schema=data.parameters_schema,
-        max_connections=data.max_connections,
+    p = await catalog.add_product(
+        ctx.session,
+        {
+            "name": data.name,
+            "kind": data.kind,
+            "price_cents": data.price_cents,
+            "period_months": data.period_months,
+            "description": data.description,
+            "config": data.config,
+            "parameters_schema": data.parameters_schema,
+            "max_connections": data.max_connections,
+        },
     )
-    ctx.session.add(p)
-    await ctx.session.flush()
     return product_json(p)
 
 

@@ -13,6 +13,7 @@ from proxyplane.core.rotating_gateway import STORED_KEY, without_stored_gateway
 from proxyplane.core.units import GB
 from proxyplane.domains.stock.service import StockLine, add_ips, expand_range
 from proxyplane.storage.models import CatalogProduct
+from proxyplane.storage.repos import catalog
 
 # (pool, network, [(maxmind country, ripe country, how many)]); the rest of the block goes to the last
 DEMO_STOCK: list[tuple[str, str, list[tuple[str, str, int]]]] = [
@@ -179,12 +180,7 @@ async def seed_demo(session: AsyncSession) -> dict[str, int]:
         names.add(product.name)
         if STORED_KEY in (product.config or {}):  # the stale stored gateway of an older seed
             product.config = without_stored_gateway(product.config)
-    added_products = 0
-    for spec in DEMO_PRODUCTS:
-        if spec["name"] not in names:
-            session.add(CatalogProduct(**spec))
-            added_products += 1
-    await session.flush()
+    added_products = await catalog.add_products(session, [s for s in DEMO_PRODUCTS if s["name"] not in names])
     from proxyplane.domains.stock.seed_ipv6 import seed_demo_ipv6  # IPv6 prefixes and products (30.12)
 
     return {"ips": added_ips, "products": added_products, **await seed_demo_ipv6(session)}

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from proxyplane.domains.stock import subnets
 from proxyplane.storage.models import CatalogProduct
 from proxyplane.storage.models.prefixes import IPV6_KIND
+from proxyplane.storage.repos import catalog
 
 # (prefix, maxmind country, ripe country, subnet length)
 DEMO_PREFIXES: list[tuple[str, str, str, int]] = [
@@ -55,10 +56,7 @@ async def seed_demo_ipv6(session: AsyncSession) -> dict[str, int]:
     have = set(
         (await session.execute(select(CatalogProduct.name).where(CatalogProduct.name.in_(names)))).scalars()
     )
-    added_products = 0
-    for spec in DEMO_IPV6_PRODUCTS:
-        if spec["name"] not in have:
-            session.add(CatalogProduct(**spec))
-            added_products += 1
-    await session.flush()
+    added_products = await catalog.add_products(
+        session, [s for s in DEMO_IPV6_PRODUCTS if s["name"] not in have]
+    )
     return {"prefixes": added_prefixes, "ipv6_products": added_products}

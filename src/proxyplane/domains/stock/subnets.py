@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, and_, func, insert, select, true, update
+from sqlalchemy import Select, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -31,7 +31,7 @@ from proxyplane.core.errors import ValidationFailed
 from proxyplane.domains.stock.allocate import Allocated
 from proxyplane.domains.stock.countries import normalize_country
 from proxyplane.storage.models.prefixes import IPV6_KIND, ServiceSubnet, StockPrefix
-from proxyplane.storage.rowcount import rowcount
+from proxyplane.storage.repos import prefixes as prefix_rows
 
 MAX_PREFIX_LEN = 64  # a prefix smaller than a /64 is no pool for per-service /64s
 
@@ -85,35 +85,18 @@ async def add_prefix(
         other = ipaddress.IPv6Network(row.prefix)
         if other == net:
             if row.retired_at is not None and row.next_index == 0:
-                row.retired_at, row.subnet_len = None, subnet_len
-                row.country_maxmind, row.country_ripe = mm, ripe
-                await session.flush()
+                await prefix_rows.reopen_prefix(session, row, subnet_len, mm, ripe)
                 return row, True
             return row, False
         if row.retired_at is None and other.overlaps(net):
             raise ValueError(f"{net} overlaps {other}, already in stock")
-    row = StockPrefix(
-        product_kind=IPV6_KIND,
-        prefix=str(net),
-        subnet_len=subnet_len,
-        country_maxmind=mm,
-        country_ripe=ripe,
-        next_index=0,
-    )
-    session.add(row)
-    await session.flush()
-    return row, True
+    return await prefix_rows.add_prefix(session, str(net), subnet_len, mm, ripe), True
 
 
 async def retire_prefix(session: AsyncSession, prefix: str) -> bool:
     """Stop selling a prefix (services holding subnets of it keep them). Idempotent."""
     net = str(ipaddress.IPv6Network(prefix.strip(), strict=False))
-    done = await session.execute(
-        update(StockPrefix)
-        .where(StockPrefix.prefix == net, StockPrefix.retired_at.is_(None))
-        .values(retired_at=utcnow())
-    )
-    return bool(rowcount(done))
+    return await prefix_rows.retire_prefix(session, net, utcnow())
 
 
 def _reusable() -> Select[int, str]:
@@ -275,13 +258,7 @@ async def take(
         k = min(need, room)
         if k <= 0:
             continue
-        moved = await session.execute(
-            update(StockPrefix)
-            .where(StockPrefix.id == pid, StockPrefix.next_index == next_index)
-            .values(next_index=StockPrefix.next_index + k)
-            .execution_options(synchronize_session=False)
-        )
-        if rowcount(moved) != 1:
+        if not await prefix_rows.advance_cursor(session, pid, int(next_index), k):
             continue  # SQLite cannot lock ahead; another writer moved it (never under BEGIN IMMEDIATE)
         for i in range(int(next_index), int(next_index) + k):
             rows.append({"prefix_id": pid, "subnet": subnet_at(prefix, subnet_len, i), "country": country})
@@ -293,11 +270,7 @@ async def take(
         for subnet in await _holes(session, pid, prefix, subnet_len, int(next_index), exclude, need):
             rows.append({"prefix_id": pid, "subnet": subnet, "country": country})
             wanted[country] -= 1
-    if rows:
-        await session.execute(
-            insert(ServiceSubnet),
-            [{"service_id": service_id, "allocated_at": now, **r} for r in rows],
-        )
+    await prefix_rows.add_subnets(session, service_id, now, rows)
     return [Allocated(int(str(r["prefix_id"])), str(r["subnet"]), None, str(r["country"])) for r in rows]
 
 
@@ -305,16 +278,7 @@ async def release(
     session: AsyncSession, service_id: uuid.UUID, subnets: Collection[str] | None = None
 ) -> int:
     """Release the live subnets of a service (all, or only `subnets`); idempotent. How many."""
-    cond = [ServiceSubnet.service_id == service_id, ServiceSubnet.released_at.is_(None)]
-    if subnets is not None:
-        cond.append(ServiceSubnet.subnet.in_(sorted(subnets)))
-    done = await session.execute(
-        update(ServiceSubnet)
-        .where(and_(*cond))
-        .values(released_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    return rowcount(done)
+    return await prefix_rows.release_subnets(session, service_id, subnets, utcnow())
 
 
 async def live_subnets(session: AsyncSession, service_id: uuid.UUID) -> list[ServiceSubnet]:
