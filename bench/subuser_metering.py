@@ -105,7 +105,7 @@ async def flush(platform: Platform, pks: list[int], minute: datetime, down: Any)
     async with platform.db.unit_of_work() as uow:
         event.listen(engine, "before_cursor_execute", count)
         t0 = time.perf_counter()
-        await apply_usage(uow.session, platform.db.is_sqlite, minutes, [])
+        await apply_usage(uow.session, minutes, [])
         elapsed = time.perf_counter() - t0
         event.remove(engine, "before_cursor_execute", count)
         await uow.commit()

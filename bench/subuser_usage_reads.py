@@ -61,7 +61,7 @@ async def write(db: Database, days: int, hosts: int) -> int:
             for h in range(hosts)
         ]
         async with db.unit_of_work() as uow:
-            await apply_usage(uow.session, db.is_sqlite, batch, [])
+            await apply_usage(uow.session, batch, [])
             await uow.commit()
         rows += len(batch)
     return rows

@@ -97,16 +97,13 @@ def writes_models(path: Path) -> bool:
     return False
 
 
-_NOT_MOVED = "its own tables' ORM writes, not moved to storage/repos/ yet"
 STORAGE_WRITES = {
-    "domains/subusers/metering.py": "sub-user usage upserts: " + _NOT_MOVED,
 }
 STORAGE_SQL = {
 }
 STORAGE_DRIVER = {
 }
 STORAGE_DIALECT = {
-    "domains/subusers/metering.py": "the dialect's upsert: " + _NOT_MOVED,
 }
 STORAGE_RULES = {
     "writes a model": (writes_models, STORAGE_WRITES),

@@ -23,7 +23,6 @@ from typing import Any
 import proxyplane.domains.quotas.metering as quota_metering
 from proxyplane.domains.subusers.metering import apply_usage
 from proxyplane.storage.engine import Database
-from proxyplane.storage.engine_choice import is_postgres
 from proxyplane.storage.repos import upstreams as upstream_repo
 from proxyplane.storage.repos import usage_batches, usage_minutes
 from proxyplane.storage.repos.usage_minutes import COUNTERS
@@ -155,8 +154,7 @@ async def _add_rows(s: Any, rows: list[UsageRow], now: datetime | None = None) -
     await quota_metering.apply_usage(s, minutes, now)  # the services' quotas, periods, top-ups (issue 32)
     await usage_minutes.add_exit_errors(s, exit_errors)
     if sub_minutes or sub_errors or sub_exit:  # the sub-users' rows, counters, limit events (issue 18)
-        # domains/subusers/metering.py still takes its engine as a flag (listed in the storage rules)
-        await apply_usage(s, not is_postgres(s), sub_minutes, sub_errors, sub_exit)
+        await apply_usage(s, sub_minutes, sub_errors, sub_exit)
 
 
 async def write_usage(db: Database, rows: list[UsageRow], now: datetime | None = None) -> None:

@@ -62,7 +62,7 @@ async def test_lifecycle_and_ownership(
             "bytes_down": 600,
             "errors": 0,
         }
-        await apply_usage(uow.session, platform.db.is_sqlite, [row], [])
+        await apply_usage(uow.session, [row], [])
         await uow.commit()
     got = (await client.get(one, headers=h)).json()
     assert (got["used_bytes"], got["limit_reached"], got["usage_pct"]) == (1200, True, 100)

@@ -91,7 +91,7 @@ def test_create_copy_and_see_usage(
                 "bytes_down": MB,
                 "errors": 0,
             }
-            await apply_usage(uow.session, platform.db.is_sqlite, [row], [])
+            await apply_usage(uow.session, [row], [])
             await uow.commit()
             return sub.id, platform.secrets.decrypt(sub.password_enc)
 

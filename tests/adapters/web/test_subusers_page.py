@@ -80,7 +80,7 @@ async def test_create_copy_usage_disable_delete(client: httpx.AsyncClient, platf
             "bytes_down": 2 * MB,
             "errors": 0,
         }
-        await apply_usage(uow.session, platform.db.is_sqlite, [row], [])
+        await apply_usage(uow.session, [row], [])
         await uow.commit()
     again = await client.get(url)
     visible = again.text.split('data-copy="', 1)[0] + "".join(

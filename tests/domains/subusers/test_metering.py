@@ -44,7 +44,7 @@ def minute_row(pk: int, host: str, up: int, down: int, requests: int = 1) -> dic
 
 async def flush(platform: Platform, minutes: list[dict[str, Any]], errors: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
     async with platform.db.unit_of_work() as uow:
-        await apply_usage(uow.session, platform.db.is_sqlite, minutes, list(errors))
+        await apply_usage(uow.session, minutes, list(errors))
         await uow.commit()
 
 

@@ -1,8 +1,8 @@
 """Every writer of the minute tables keeps the hourly/daily rollups: the source holds no write of
 usage_minutes / usage_errors outside `add_usage` (storage/repos/usage_minutes.py) (of subuser_usage_minutes /
-subuser_usage_errors outside domains/subusers/metering.apply_usage) (and the bench generator, which
-backfills the rollups set-based), and after each writer the rollup buckets and the usage read at every
-resolution sum exactly to the minutes."""
+subuser_usage_errors outside storage/repos/subuser_usage.py, apply_usage's statements) (and the bench
+generator, which backfills the rollups set-based), and after each writer the rollup buckets and the usage
+read at every resolution sum exactly to the minutes."""
 
 from __future__ import annotations
 
@@ -77,9 +77,10 @@ def test_no_writer_of_the_minute_tables_but_the_one_function() -> None:
 
 
 def test_no_writer_of_the_subuser_minute_tables_but_apply_usage() -> None:
-    """The same for the sub-users' minute tables and their rollups (issue 18)."""
+    """The same for the sub-users' minute tables and their rollups (issue 18): written by the statements
+    of domains/subusers/metering.apply_usage, in storage/repos/subuser_usage.py (issue 31)."""
     found = {rel for rel, text in sources() if SUBUSER_WRITE.search(text)}
-    assert found == {"src/proxyplane/domains/subusers/metering.py"}
+    assert found == {"src/proxyplane/storage/repos/subuser_usage.py"}
 
 
 async def assert_exact(platform: Platform, sid: uuid.UUID, start: datetime, end: datetime) -> int:

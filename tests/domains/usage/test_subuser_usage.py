@@ -61,7 +61,7 @@ async def meter(platform: Platform, service_id: Any, pks: list[int], seed: int) 
         async with platform.db.unit_of_work() as uow:
             # one row per key per statement: merge repeats the way the sink's usage_values does
             await add_usage(uow.session, merged(svc_minutes), merged(svc_errors))
-            await apply_usage(uow.session, platform.db.is_sqlite, merged(sub_minutes), merged(sub_errors))
+            await apply_usage(uow.session, merged(sub_minutes), merged(sub_errors))
             await uow.commit()
 
 

@@ -44,7 +44,8 @@ def new_login() -> str:
 
 
 def level(sub: ServiceSubuser) -> int:
-    """0, 80 or 100: the usage level against the tighter limit (the metering's level_expr in Python)."""
+    """0, 80 or 100: the usage level against the tighter limit (storage/repos/subuser_usage.level_expr in
+    Python)."""
     pairs = ((sub.used_bytes, sub.traffic_limit_bytes), (sub.used_requests, sub.traffic_limit_requests))
     if any(limit is not None and used >= limit for used, limit in pairs):
         return 100
