@@ -4,6 +4,7 @@ replayed when it does."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import uuid
 from datetime import UTC, datetime
@@ -127,6 +128,24 @@ async def test_full_spool_keeps_rows_in_the_meter(tmp_path: Path, platform: Plat
     with pytest.raises(SpoolFull):
         await meter.flush(spool)
     assert [r.bytes_up for r in meter.drain()] == [2]  # restored, nothing lost
+
+
+async def test_flush_cancelled_mid_write_counts_its_rows_once(tmp_path: Path, platform: Platform) -> None:
+    """A shutdown cancels the meter's task while a batch is being written (the spool's thread goes on
+    and renames the file): the rows are not restored for the final flush as well, never counted twice."""
+    meter = Meter()
+    spool = UsageSpool(tmp_path, 0, lambda b: write_batches(platform.db, b), max_bytes=1 << 20)
+    sid = str(uuid.uuid4())
+    meter.record(sid, "h", bytes_up=5, error="subuser_disabled")
+    flushing = asyncio.ensure_future(meter.flush(spool))
+    await asyncio.sleep(0)  # drained, the spool's thread writing the batch
+    flushing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(flushing, 15)
+    await meter.flush(spool)  # the final flush (Meter.run's finally)
+    spooled = [row for path in spool.directory.glob("*.usage") for row in decode(path.read_bytes())]
+    assert [(r.bytes_up, r.errors) for r in spooled] == [(5, {"subuser_disabled": 1})]
+    assert meter.drain() == []
 
 
 async def test_worker_zero_replays_an_orphaned_worker_directory(

@@ -53,6 +53,9 @@ class UsageRow:
 UsageSink = Callable[[list[UsageRow]], Awaitable[None]]
 SUPPLIER = "upstream:"  # the metering id prefix of an upstream supplier's rows
 SUPPLIER_FAILED = "failed"
+# seconds a flush cancelled while its sink writes (a shutdown) waits for that write's outcome: a spool file
+# takes milliseconds; a write still running after this is cancelled and its rows kept
+CANCELLED_WRITE_GRACE = 10.0
 
 
 def supplier_rows(rows: list[UsageRow]) -> tuple[list[UsageRow], list[UsageRow]]:
@@ -234,16 +237,36 @@ class Meter:
             metrics.flushed(True, 0, 0.0)
             return 0
         start = time.perf_counter()
+        write = asyncio.ensure_future(sink(rows))
         try:
-            await sink(rows)
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            # cancelled mid-write (a shutdown: Meter.run's task): the write goes on, and its outcome says
+            # whether the rows are kept; restoring rows a sink took anyway counted them twice
+            try:
+                await asyncio.wait([write], timeout=CANCELLED_WRITE_GRACE)
+            finally:
+                if not write.done():
+                    write.cancel()
+                self._written(sink, rows, write, start)
+            raise
         except BaseException:
+            self._written(sink, rows, write, start)
+            raise
+        self._written(sink, rows, write, start)
+        return len(rows)
+
+    def _written(
+        self, sink: UsageSink, rows: list[UsageRow], write: asyncio.Future[None], start: float
+    ) -> None:
+        """The end of a flush's write: the rows kept for the next flush unless the sink took them."""
+        if not write.done() or write.cancelled() or write.exception() is not None:
             self.restore(rows)
             metrics.flushed(False, 0, time.perf_counter() - start)
-            raise
+            return
         metrics.flushed(True, len(rows), time.perf_counter() - start)
         if not getattr(sink, "defers_flush_marks", False):  # a spool marks them once in the store
             self.mark_flushed(rows)
-        return len(rows)
 
     def mark_flushed(self, rows: list[UsageRow]) -> None:
         """These rows of this meter are in the store now (its totals, loaded with an entry, include them)."""
