@@ -181,7 +181,8 @@ def operator_op(
     """An operator action `operator_<name>` needing `permission` (issue 33): served by `doors` (the CLI as
     the host's owner, the operator API at /api/admin/v1 + `path`, the console), never by a customer's door;
     no customer API key (Auth.NONE): invoke checks the operator's role and writes the audit row. Without a
-    permission of its own: "host.cli" (owners only) on the CLI door only."""
+    permission of its own: "host.cli" (owners only) on the CLI door only. `reseller`, `bound_by`: see
+    Operation (issue 33.4: a reseller runs it on its own customers only)."""
     if doors is None:
         doors = OPERATOR_DOORS - {"console"} if permission else OPERATOR
     return Operation(

@@ -84,7 +84,13 @@ async def credit(ctx: Context, data: Move) -> dict[str, Any]:
         return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id)}
     # a reseller's credit: paid first from its own wallet at its price (402 and nothing credited otherwise)
     paid = await resellers.charge_for_credit(
-        ctx.session, reseller_id, c.id, data.cents, reference=ctx.door_key, actor=ctx.caller.actor
+        ctx.session,
+        reseller_id,
+        c.id,
+        data.cents,
+        reason=data.reason,
+        reference=ctx.door_key,
+        actor=ctx.caller.actor,
     )
     await wallet.credit(ctx.session, c.id, data.cents, "adjustment", f"Reseller credit: {data.reason}")
     return {"email": c.email, "balance_cents": await wallet.balance(ctx.session, c.id), **paid}

@@ -152,6 +152,7 @@ async def charge_for_credit(
     customer_id: int,
     face_cents: int,
     *,
+    reason: str,
     reference: str | None,
     actor: str,
 ) -> dict[str, int]:
@@ -172,7 +173,7 @@ async def charge_for_credit(
         -cost,
         after,
         "customer_credit",
-        f"credit of {face_cents} cents to customer {customer_id}",
+        reason,
         customer_id=customer_id,
         face_cents=face_cents,
         reference=reference,
