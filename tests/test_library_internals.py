@@ -63,8 +63,9 @@ def test_sqlalchemy_compiler_connection_and_orm_internals() -> None:
 
 
 def test_sqlalchemy_aiosqlite_adapter_and_aiosqlite_internals() -> None:
-    """storage/sqlite_driver.py subclasses SQLAlchemy's aiosqlite adapter and reaches into aiosqlite's
-    Connection (its job queue `_tx`, the sqlite3 connection `_conn`, `_execute`)."""
+    """storage/sqlite_driver.py subclasses SQLAlchemy's aiosqlite adapter (its close and the two halves of
+    its terminate) and reaches into aiosqlite's Connection (its job queue `_tx`, the sqlite3 connection
+    `_conn`, `_execute`, `stop`: the one stop its closes queue)."""
     import aiosqlite
     from sqlalchemy.dialects.sqlite.aiosqlite import (
         AsyncAdapt_aiosqlite_connection,
@@ -72,8 +73,9 @@ def test_sqlalchemy_aiosqlite_adapter_and_aiosqlite_internals() -> None:
     )
 
     assert _has(AsyncAdapt_aiosqlite_connection, "_connection", "_execute_mutex", "_handle_exception") == []
+    assert _has(AsyncAdapt_aiosqlite_connection, "_terminate_graceful_close", "_terminate_force_close") == []
     assert _has(AsyncAdapt_aiosqlite_cursor, "_adapt_connection", "_cursor") == []
-    assert _has(aiosqlite.Connection, "_tx", "_conn", "_execute") == []
+    assert _has(aiosqlite.Connection, "_tx", "_conn", "_execute", "stop", "_thread") == []
 
 
 def test_asyncpg_connection_internals() -> None:

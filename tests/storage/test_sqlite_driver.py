@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
@@ -224,3 +225,52 @@ async def test_checkpoints_run_on_the_thread_and_big_commits_too(
         assert _jobs(adapted) == before + 1  # more rows changed than COMMIT_ON_LOOP_CHANGES: on the thread
     async with db.unit_of_work(write=False) as uow:
         assert (await uow.session.execute(text("SELECT count(*) FROM t"))).scalar() == 3 + len(rows)
+
+
+@pytest.mark.parametrize("loop_closing", [False, True], ids=["left", "cancelled"])
+async def test_a_cancel_while_the_thread_runs_a_statement_leaves_no_task_waiting(
+    db: Database, tmp_path: Path, loop_closing: bool
+) -> None:
+    """A cancel while a statement runs on the connection's thread (here BEGIN IMMEDIATE waiting for
+    another process's write lock) makes SQLAlchemy terminate the connection: a graceful close in a task of
+    its own, and a forced stop as the cancel goes on. That task ends once the thread is done, by itself or
+    cancelled meanwhile (an event loop's close cancels every task left and waits for them: one waiting for
+    ever held the SQLite test run for an hour)."""
+    async with db.unit_of_work(write=False) as uow:  # the pooled connection the writer below gets
+        adapted: Any = (await (await uow.session.connection()).get_raw_connection()).dbapi_connection
+    assert isinstance(adapted, sqlite_driver.ClosedOnce)  # the plain driver too (lean forms off)
+    jobs = getattr(adapted, "_jobs", None)
+    if jobs is None:  # plain: count the thread's jobs from here on as the lean driver does
+        jobs = adapted._connection._tx = sqlite_driver._CountingQueue(adapted._connection._tx)
+    other = sqlite3.connect(tmp_path / "driver.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    before = asyncio.all_tasks()
+    try:
+        with anyio.CancelScope() as scope:
+
+            async def cancel_once_on_the_thread() -> None:
+                with anyio.fail_after(10):
+                    while jobs.idle():
+                        await asyncio.sleep(0.005)
+                scope.cancel()  # the BEGIN IMMEDIATE is the thread's job now
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(cancel_once_on_the_thread)
+                async with db.unit_of_work():
+                    pytest.fail("the write lock is another process's")
+        assert scope.cancelled_caught
+        left = asyncio.all_tasks() - before - {asyncio.current_task()}
+        assert left  # the graceful close
+        if loop_closing:
+            for task in left:
+                task.cancel()
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    done, pending = await asyncio.wait(left, timeout=10)
+    assert not pending, pending
+    adapted._connection._thread.join(10)
+    assert not adapted._connection._thread.is_alive()  # the connection closed, its thread ended
+    async with db.unit_of_work() as uow:  # a new connection
+        assert await _INSERT.scalar(uow.session, {"v": 1}) is not None
+        await uow.commit()

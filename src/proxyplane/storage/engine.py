@@ -28,8 +28,8 @@ class Database:
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             engine_kwargs.setdefault("connect_args", {"timeout": 30})
-            if LEAN and url.startswith("sqlite+aiosqlite"):  # statements on the loop once they cannot wait
-                engine_kwargs.setdefault("module", sqlite_driver.dbapi())
+            if url.startswith("sqlite+aiosqlite"):  # lean: statements on the loop once they cannot wait
+                engine_kwargs.setdefault("module", sqlite_driver.dbapi(plain=not LEAN))  # both closed once
         else:
             engine_kwargs.setdefault("pool_size", 30)
             # a store that does not answer fails a request within seconds (503 + Retry-After, issue 35),

@@ -32,10 +32,18 @@ checkpoint (page copies and fsyncs) runs on the thread every CHECKPOINT_EVERY wr
 A bigger COMMIT, a reader's writes and statements outside a transaction are one job on the thread each:
 execute and fetch together, one hop instead of four. An order or a read request makes no thread job (one
 order in CHECKPOINT_EVERY makes the checkpoint).
+
+Closing queues ONE stop on the connection's thread (close the sqlite3 connection, end the thread) and
+waits for that stop, however many closes ask (see Connection.close): aiosqlite's close() queued a stop
+of its own after any stop already queued and waited for it, and the thread, ended at the first, never
+answers it; SQLAlchemy asks twice when a cancel meets a statement running on the thread (its terminate:
+a graceful close in a task of its own, then, the cancel going on, a forced stop), which left that task
+waiting for ever, and an event loop's close, which cancels the tasks left and waits for them, with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import sqlite3
 import time
@@ -136,7 +144,45 @@ def _is_select(sql: str) -> bool:
     return sql.lstrip()[:6].upper() == "SELECT"
 
 
-class Connection(AsyncAdapt_aiosqlite_connection):
+class ClosedOnce(AsyncAdapt_aiosqlite_connection):
+    """SQLAlchemy's aiosqlite adapter whose closes (the pool's close, both halves of its terminate) queue
+    one stop and wait for that one (see the module docstring); the plain driver (lean forms off) too."""
+
+    __slots__ = ("_stopping",)
+
+    def __init__(self, dbapi: Any, connection: Any) -> None:
+        super().__init__(dbapi, connection)
+        self._stopping: tuple[asyncio.Future[Any] | None] | None = None  # the stop queued (its future)
+
+    def _stop(self) -> asyncio.Future[Any] | None:
+        """Queue the thread's last job once (aiosqlite's stop(): it closes the sqlite3 connection, then the
+        thread ends, after the jobs queued before it); the future it resolves then (None when stop() found
+        no event loop, e.g. from the garbage collector)."""
+        if self._stopping is None:
+            self._stopping = (self._connection.stop(),)
+        return self._stopping[0]
+
+    async def _stopped(self) -> None:
+        """Wait for the one stop (see _stop). A cancel of this wait leaves the stop to end by itself."""
+        future = self._stop()
+        if future is not None and future.get_loop() is asyncio.get_running_loop():
+            await asyncio.shield(future)
+
+    def close(self) -> None:
+        """The pool's close: the one stop, waited for (not aiosqlite's close(), see the module docstring)."""
+        if in_greenlet():
+            await_(self._stopped())
+        else:
+            self._stop()
+
+    async def _terminate_graceful_close(self) -> None:
+        await self._stopped()
+
+    def _terminate_force_close(self) -> None:
+        self._stop()
+
+
+class Connection(ClosedOnce):
     """SQLAlchemy's aiosqlite adapter with the loop-thread path (see the module docstring)."""
 
     __slots__ = (
@@ -414,10 +460,20 @@ class DBAPI(AsyncAdapt_aiosqlite_dbapi):
         return Connection(self, await_(connection))
 
 
-def dbapi() -> DBAPI:
+class PlainDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    """Plain aiosqlite (the lean forms off: every statement on the connection's thread), closed once."""
+
+    def connect(self, *arg: Any, **kw: Any) -> ClosedOnce:
+        connection = self.aiosqlite.connect(*arg, **kw)
+        connection._thread.daemon = True
+        return ClosedOnce(self, await_(connection))
+
+
+def dbapi(plain: bool = False) -> DBAPI | PlainDBAPI:
+    """`plain`: SQLAlchemy's aiosqlite adapter, only its closes changed (ClosedOnce)."""
     import aiosqlite
 
-    return DBAPI(aiosqlite, sqlite3)
+    return (PlainDBAPI if plain else DBAPI)(aiosqlite, sqlite3)
 
 
-__all__: Sequence[str] = ("Connection", "Cursor", "DBAPI", "dbapi")
+__all__: Sequence[str] = ("ClosedOnce", "Connection", "Cursor", "DBAPI", "PlainDBAPI", "dbapi")
