@@ -31,3 +31,26 @@ def test_create_operator_and_call_operations_audited_as_cli(cli) -> None:  # noq
     assert entries[0]["detail"]["password"] == "***"
     code, _, err = cli("admin", "operator", "call", "operator_nothing")
     assert code == 2 and "no operator operation" in err
+
+
+def test_reseller_commands(cli) -> None:  # noqa: F811
+    """`proxyplane admin reseller create|credit|wallet|list` (issue 33.4)."""
+    email = unique_operator_email()
+    code, out, _ = cli("admin", "reseller", "create", "--email", email, "--discount", "30")
+    assert code == 0, out
+    made = json.loads(out)
+    assert made["role"] == "reseller" and made["discount_percent"] == 30 and made["one_time_password"]
+    assert cli("admin", "reseller", "create", "--email", unique_operator_email(), "--discount", "95")[0] == 2
+    code, out, _ = cli(
+        "admin", "reseller", "credit", "--email", email, "--cents", "1234", "--reason", "inv 1"
+    )
+    assert code == 0 and json.loads(out)["balance_cents"] == 1234
+    code, out, _ = cli("admin", "reseller", "wallet", "--email", email)
+    wallet = json.loads(out)
+    assert wallet["balance_cents"] == 1234 and [e["kind"] for e in wallet["ledger"]] == ["deposit"]
+    code, out, _ = cli("admin", "reseller", "list")
+    assert email in [r["operator_email"] for r in json.loads(out)["resellers"]]
+    code, _, err = cli(
+        "admin", "operator", "create", "--email", unique_operator_email(), "--role", "reseller"
+    )
+    assert code == 2 and "operator_reseller_create" in err
