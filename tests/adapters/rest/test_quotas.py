@@ -90,6 +90,10 @@ async def test_auto_topup_at_most_n_times(
         url, json={"enabled": True, "threshold_pct": 0, "gb": 1, "max_per_period": 1}, headers=h
     )
     assert r.status_code == 422 and "threshold_pct" in r.text
+    for not_a_boolean in (0, "yes"):  # the schema's boolean: no coercion (schemathesis' coverage phase)
+        body = {"enabled": not_a_boolean, "threshold_pct": 90, "gb": 1, "max_per_period": 1}
+        r = await client.put(url, json=body, headers=h)
+        assert r.status_code == 422 and "enabled" in r.text, r.text
     r = await client.put(
         url, json={"enabled": True, "threshold_pct": 90, "gb": 1, "max_per_period": 1}, headers=h
     )

@@ -106,7 +106,7 @@ class AddTrafficOut(BaseModel):
 class AutoTopupIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     service_id: uuid.UUID
-    enabled: bool
+    enabled: bool = Field(strict=True)  # a JSON boolean only: 0 or "yes" is 422 (issue 30.6)
     threshold_pct: int = Field(default=90, ge=1, le=100, description="buy when this % of the limit is used")
     gb: int = Field(default=1, ge=1, le=100_000, description="whole GB bought each time")
     max_per_period: int = Field(default=1, ge=1, le=100, description="top-ups per period at most")
