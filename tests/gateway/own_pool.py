@@ -16,7 +16,7 @@ from proxyplane.storage.models import Service, StockIp
 
 def loopback_addresses(n: int) -> list[str]:
     rng = random.SystemRandom()
-    base = f"127.{rng.randrange(40, 250)}.{rng.randrange(0, 250)}"
+    base = f"127.{rng.choice([*range(40, 200), *range(201, 250)])}.{rng.randrange(0, 250)}"
     return [f"{base}.{host}" for host in rng.sample(range(2, 250), n)]
 
 

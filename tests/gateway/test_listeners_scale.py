@@ -25,7 +25,7 @@ from .test_listeners import listening_sockets
 from .test_store_static import buy, node_settings, running_node
 
 pytestmark = pytest.mark.anyio
-PREFIX = "127.200."  # outside the range the stock test helpers draw from (127.64.0.0 - 127.127.255.255)
+PREFIX = "127.200."  # no other test draws here (random pools of other tests skip 127.200.x.x)
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ class Placed:
 
 async def add_placed_stock(platform: Platform, tmp: Path) -> Placed:
     tag = uuid.uuid4().hex[:6]
-    base = f"127.{random.randrange(40, 250)}.{random.randrange(0, 250)}"
+    base = f"127.{random.choice([*range(40, 200), *range(201, 250)])}.{random.randrange(0, 250)}"
     city, asn = write(tmp, [
         (f"{base}.0/29", COUNTRY, f"Bavaria {tag}", "BY", f"Alpha {tag}", 64496, "Example Net"),
         (f"{base}.8/29", COUNTRY, f"Saxony {tag}", "SN", f"Beta {tag}", 64497, "Other Net"),
